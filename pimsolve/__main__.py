@@ -1,0 +1,5 @@
+"""``python -m pimsolve`` runs the command line."""
+
+from pimsolve.cli import main
+
+main()

@@ -1,0 +1,151 @@
+"""The ``pimsolve`` command line: a thin layer over ``pimsolve.api``; the only printer.
+
+Exit codes: 0 success, 2 bad input or an infeasible request (one line on stderr, no
+traceback), 1 a bug in pimsolve.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from pimsolve import __version__
+from pimsolve.errors import PimsolveError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="pimsolve", no_args_is_help=True, add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Exact mapping compiler for processing-in-memory accelerators.")
+targets_app = typer.Typer(
+    no_args_is_help=False, invoke_without_command=True,
+    help="List the bundled targets; `show NAME` prints one, `schema` the JSON schema.")
+app.add_typer(targets_app, name="targets")
+
+
+def _console() -> Console:
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
+
+
+def _echo(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", help="Print the version.")]
+          = False) -> None:
+    if version:
+        _echo(f"pimsolve {__version__}")
+        raise typer.Exit()
+
+
+@app.command("inspect")
+def inspect_cmd(
+    model: Annotated[str, typer.Argument(
+        help="An ONNX file, or a bundled model name (see `pimsolve models`).")],
+    target: Annotated[str | None, typer.Option(
+        "--target", "-t", help="Bundled target name or target YAML file.")] = None,
+    input_shape: Annotated[list[str] | None, typer.Option(
+        "--input-shape", help="Static input shape NAME=1x3x224x224 (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Show, layer by layer, what MODEL needs from TARGET: unfolded matrices, array groups,
+    crossbars, and whether it fits on chip."""
+    from pimsolve.api import inspect_model
+    from pimsolve.frontend import parse_input_shape
+    from pimsolve.report.inspection import inspection_report
+    from pimsolve.report.render import inspection_tables
+
+    shapes = dict(parse_input_shape(text) for text in input_shape or [])
+    result = inspect_model(model, target=target, input_shapes=shapes)
+    summary = _target_summary(result.target) if result.target is not None else None
+    report = inspection_report(result.graph, result.workload, summary)
+    if as_json:
+        _echo(json.dumps(report, indent=1, sort_keys=True))
+        return
+    console = _console()
+    for table in inspection_tables(report):
+        console.print(table)
+
+
+@app.command("models")
+def models_cmd() -> None:
+    """List the bundled benchmark models (built in memory with shape-only weights)."""
+    from pimsolve.frontend import zoo
+
+    for name in zoo.names():
+        info = zoo.MODELS[name]
+        _echo(f"{name:18s} {info.description}")
+
+
+def _target_summary(target) -> dict:
+    from pimsolve.target import CrossbarTarget
+
+    if isinstance(target, CrossbarTarget):
+        capacity = (f"{target.crossbars:,} crossbars, "
+                    f"{target.weight_capacity * target.numerics.weight_bits / 8 / 2**20:.3g}"
+                    f" MiB of {target.numerics.weight_bits}-bit weights")
+        mode = target.computing_mode
+    else:
+        org = target.organization
+        capacity = f"{org.banks:,} banks, {org.banks // target.pim.banks_per_pim_core:,} PIM cores"
+        mode = target.pim.unit
+    return {"name": target.name, "kind": target.kind, "mode": mode, "capacity": capacity,
+            "description": target.description}
+
+
+@targets_app.callback()
+def targets_cmd(ctx: typer.Context) -> None:
+    """List the bundled targets."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from pimsolve.report.render import targets_table
+    from pimsolve.target import bundled_targets, load_target
+
+    rows = [_target_summary(load_target(path)) for path in bundled_targets().values()]
+    _console().print(targets_table(rows))
+
+
+@targets_app.command("show")
+def targets_show(name: Annotated[str, typer.Argument(help="Bundled name or YAML file.")]) -> None:
+    """Validate a target and print its file, with derived totals."""
+    from pimsolve.target import bundled_targets, load_target
+
+    target = load_target(name)
+    path = Path(name) if Path(name).is_file() else bundled_targets()[name]
+    summary = _target_summary(target)
+    _echo(f"# {summary['name']} ({summary['kind']}, {summary['mode']}): {summary['capacity']}")
+    _echo(path.read_text(encoding="utf-8"))
+
+
+@targets_app.command("schema")
+def targets_schema() -> None:
+    """Print the JSON schema of target files."""
+    from pimsolve.target import target_json_schema
+
+    _echo(target_json_schema())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI and exit with its exit code (usage errors from typer exit with 2)."""
+    try:
+        app(args=argv)
+    except PimsolveError as exc:
+        message = " ".join(str(exc).split("\n"))
+        sys.stderr.write(f"error: {message}\n")
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)
+    except Exception:  # a bug: keep the traceback, it is what the maintainers need
+        traceback.print_exc()
+        sys.stderr.write("error: internal error in pimsolve (a bug; please report it)\n")
+        sys.exit(1)

@@ -1,0 +1,66 @@
+"""PIMCOMP's five unfolding formats (Table IV), generalized, with their array groups.
+
+For a convolution with ``I`` input and ``O`` output channels per group, kernel ``Kh x Kw``
+(Table IV's K^2 = Kh * Kw, its "IK" = I * Kw: one kernel row), padded input ``Hp x Wp`` and
+output ``Ho x Wo``, each format is a tuple (H, W, P) with H * W * P = I * O * Kh * Kw; it is
+*valid* when O is not a factor of H (H is the accumulated direction, PIMCOMP Sec. V-B). All
+five are valid by construction; formats that coincide (every format of a 1x1 kernel or a
+GEMM) are listed once. Groups multiply P: each group has its own matrices and inputs.
+
+Per replica and inference, with ``g`` groups and ``It = g * I`` input channels in total:
+
+=============  ==================  =====================  =======================
+format         cycles              load elements          extra memory elements
+=============  ==================  =====================  =======================
+I,O,K2         Ho * Wo             Ho * Kh * Wp * It      Kh*Kw*It + Kh*Kw*g*O
+I,OK2,1        Hin * Win           Hin * Win * It         It + Kh*Kw*g*O
+IK,O,K         Ho * Wo             Ho * Kh * Wp * It      Kh*Kw*It + Kh*g*O
+IK,OK,1        Hp * Wo             Hp * Wo * Kw * It      Kw*It + Kh*g*O
+IK2,O,1        Ho * Wo             Ho * Wo * Kh*Kw * It   Kh*Kw*It + g*O
+=============  ==================  =====================  =======================
+
+(times the batch). Loads follow Table IV: formats that slide along a row reload only ``Kh``
+input rows per output row; the im2col format (IK2,O,1) reloads every window in full.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pimsolve.ir import CrossbarGeometry, MvmGeometry, Unfolding
+
+__all__ = ["FORMATS", "DEFAULT_FORMAT", "unfoldings"]
+
+FORMATS = ("I,O,K2", "I,OK2,1", "IK,O,K", "IK,OK,1", "IK2,O,1")
+DEFAULT_FORMAT = "IK2,O,1"
+
+
+def unfoldings(mvm: MvmGeometry, xbar: CrossbarGeometry) -> tuple[Unfolding, ...]:
+    """Every distinct valid unfolding of a crossbar layer, in ``FORMATS`` order."""
+    g = mvm.groups
+    i, o = mvm.in_channels // g, mvm.out_channels // g
+    it = mvm.in_channels
+    kh, kw = mvm.kernel
+    hin, win = mvm.input_hw
+    hp, wp = hin + mvm.pads[0] + mvm.pads[2], win + mvm.pads[1] + mvm.pads[3]
+    ho, wo = mvm.output_hw
+    b = mvm.batch
+    k2 = kh * kw
+    table = {
+        "I,O,K2": ((i, o, k2), ho * wo, ho * kh * wp * it, k2 * it + k2 * g * o),
+        "I,OK2,1": ((i, o * k2, 1), hin * win, hin * win * it, it + k2 * g * o),
+        "IK,O,K": ((i * kw, o, kh), ho * wo, ho * kh * wp * it, k2 * it + kh * g * o),
+        "IK,OK,1": ((i * kw, o * kh, 1), hp * wo, hp * wo * kw * it, kw * it + kh * g * o),
+        "IK2,O,1": ((i * k2, o, 1), ho * wo, ho * wo * k2 * it, k2 * it + g * o),
+    }
+    if k2 == 1:  # all five coincide
+        table = {DEFAULT_FORMAT: table[DEFAULT_FORMAT]}
+    result = []
+    for name, ((h, w, p), cycles, load, extra) in table.items():
+        assert h * w * p == i * o * k2, name  # PIMCOMP's first validity rule holds by construction
+        result.append(Unfolding(
+            name=name, height=h, width=w, parallel=p * g, cycles=b * cycles,
+            load_elements=b * load, extra_memory_elements=extra,
+            array_groups=p * g * math.ceil(h / xbar.rows),
+            crossbars_per_ag=math.ceil(w * xbar.column_slices / xbar.cols)))
+    return tuple(result)

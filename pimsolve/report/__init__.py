@@ -1,0 +1,1 @@
+"""Step 6 of the flow: reports as JSON-ready data and as tables for people."""

@@ -1,0 +1,65 @@
+"""Human-readable tables (rich) of the reports; formats only, computes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+__all__ = ["inspection_tables", "targets_table"]
+
+
+def _shape(shapes: list[list[int]]) -> str:
+    return ", ".join("x".join(str(d) for d in s) for s in shapes)
+
+
+def inspection_tables(report: dict[str, Any]) -> list[Table]:
+    """The layer table and the totals table of an ``inspect`` report."""
+    with_target = report["target"] is not None
+    layers = Table(title=f"{report['model']}: layers", title_justify="left")
+    for column in ("#", "layer", "op", "input", "output", "weights"):
+        layers.add_column(column, justify="right" if column in ("#", "weights") else "left")
+    layers.add_column("H x W x P" if with_target else "weight shape")
+    for column in (["windows", "AGs", "xbars/AG", "xbars"] if with_target else ["windows",
+                                                                                   "vector ops"]):
+        layers.add_column(column, justify="right")
+    for index, row in enumerate(report["layers"]):
+        cells = [str(index), row["name"], row["op"], _shape(row["input_shapes"]),
+                 _shape(row["output_shapes"]), f"{row['weights']:,}" if row["weights"] else ""]
+        if with_target:
+            matrix = " x ".join(str(d) for d in row["matrix"]) if "matrix" in row else ""
+            cells += [matrix, _num(row.get("windows")), _num(row.get("array_groups")),
+                      _num(row.get("crossbars_per_ag")), _num(row.get("crossbars"))]
+        else:
+            cells += ["x".join(map(str, row["weight_shape"])) if row["weight_shape"] else "",
+                      _num(row.get("windows")), _num(row["vector_ops"] or None)]
+        layers.add_row(*cells)
+    totals = Table(title="totals", title_justify="left", show_header=False)
+    totals.add_column("what")
+    totals.add_column("value", justify="right")
+    t = report["totals"]
+    totals.add_row("layers (crossbar layers)", f"{t['layers']} ({t['crossbar_layers']})")
+    totals.add_row("weights", f"{t['weights']:,}")
+    totals.add_row("vector-unit operations", f"{t['vector_ops']:,}")
+    if with_target:
+        target = report["target"]
+        totals.add_row("weight bytes", f"{t['weight_bytes']:,}")
+        totals.add_row("crossbars needed (one replica each)", f"{t['crossbars_needed']:,}")
+        totals.add_row(f"crossbars on {target['name']}", f"{t['crossbars_available']:,}")
+        totals.add_row("verdict", t["verdict"])
+    return [layers, totals]
+
+
+def _num(value: int | None) -> str:
+    return "" if value is None else f"{value:,}"
+
+
+def targets_table(rows: list[dict[str, Any]]) -> Table:
+    """The table of ``pimsolve targets``."""
+    table = Table(title="bundled targets", title_justify="left")
+    for column in ("name", "kind", "mode", "capacity", "description"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["name"], row["kind"], row["mode"], row["capacity"],
+                      row["description"])
+    return table
