@@ -76,7 +76,7 @@ def _infer(model, nodes, constants, inputs, outputs, opset):
         if name not in used:
             continue
         if value.size <= _SMALL:
-            initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+            initializers.append(numpy_helper.from_array(np.array(value, order="C"), name))
         else:
             weight_inputs.append(helper.make_tensor_value_info(
                 name, helper.np_dtype_to_tensor_dtype(value.dtype), value.shape))
