@@ -22,7 +22,8 @@ from ._builder import PRODUCER_NAME, GraphBuilder, WeightMode
 
 __all__ = ["MODELS", "PRODUCER_NAME", "WeightMode", "ZooModel", "build", "names"]
 
-_PIMCOMP = "PIMCOMP (Sun et al., DAC 2023)"
+_PIMCOMP = "PIMCOMP (Sun et al., TCAD), Sec. VIII-A"
+_COMPASS = "COMPASS (Park et al.), Table II"
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ MODELS: dict[str, ZooModel] = {
         ),
         ZooModel(
             "resnet18", "torchvision ResNet-18, BatchNormalization not folded", _IMAGENET,
-            _PIMCOMP, cnn.resnet18, (1, 1000),
+            f"{_PIMCOMP}; {_COMPASS}", cnn.resnet18, (1, 1000),
         ),
         ZooModel(
             "resnet34", "torchvision ResNet-34, BatchNormalization not folded", _IMAGENET,
@@ -86,25 +87,26 @@ MODELS: dict[str, ZooModel] = {
         ),
         ZooModel(
             "vgg16", "torchvision VGG16: 13 conv 3x3 + 3 FC, no BN", _IMAGENET,
-            f"{_PIMCOMP}; PUMA (ASPLOS 2019)", cnn.vgg16, (1, 1000),
+            f"{_COMPASS}; PUMA (ASPLOS 2019)", cnn.vgg16, (1, 1000),
         ),
         ZooModel(
             "squeezenet", "torchvision SqueezeNet 1.1 (fire modules, 1x1 conv classifier)",
-            _IMAGENET, _PIMCOMP, cnn.squeezenet, (1, 1000),
+            _IMAGENET, _COMPASS, cnn.squeezenet, (1, 1000),
         ),
         ZooModel(
             "vit-small", "ViT on 3x32x32: patch 4, dim 192, 3 heads, 4 blocks, MLP 768",
-            (1, 3, 32, 32), "PIM transformer studies on CIFAR-10-scale ViTs (representative size)",
+            (1, 3, 32, 32), "pimsolve transformer benchmark: exercises OCC's contraction detection (Einsum, "
+            "MatMul with a constant operand) and attention's activation products",
             transformer.vit_small, (1, 10),
         ),
         ZooModel(
             "bert-base-layer", "One BERT-base encoder layer: 12 heads, FF 3072, seq 128",
-            (1, 128, 768), "ReRAM-PIM transformer accelerators (e.g. ReBERT, ReTransformer, ReCAT)",
+            (1, 128, 768), "pimsolve transformer benchmark (BERT-base shapes); OCC Sec. IV contractions",
             transformer.bert_base_layer, (1, 128, 768), input_name="hidden_states",
         ),
         ZooModel(
             "gpt-block", "One GPT-2 decoder block: 12 heads, FF 3072, seq 64, causal mask",
-            (1, 64, 768), "PIM transformer accelerators on GPT-2 (e.g. TransPIM, HPCA 2022)",
+            (1, 64, 768), "pimsolve transformer benchmark (GPT-2 shapes); decoder layers as in DCC Sec. 5",
             transformer.gpt_block, (1, 64, 768), opset=20, input_name="hidden_states",
         ),
     )
