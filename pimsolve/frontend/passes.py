@@ -43,6 +43,13 @@ def fold_batchnorm(layers: list[Layer], graph_outputs: set[str]) -> list[Layer]:
     return [folded.get(layer.name, layer) for layer in layers if layer.name not in dropped]
 
 
+def _scalar_is(layer: Layer, value: float) -> bool:
+    """Whether ``layer`` has one activation input and one scalar constant equal to ``value``."""
+    scalars = layer.attributes.get("scalar_operands", [])
+    return len(layer.inputs) == 1 and len(scalars) == 1 and math.isclose(
+        scalars[0], value, rel_tol=1e-3)
+
+
 def fuse_erf_gelu(layers: list[Layer], graph_outputs: set[str]) -> list[Layer]:
     """Fuse x * 0.5 * (1 + erf(x / sqrt 2)), as exported by PyTorch, into one Gelu layer.
 
@@ -70,7 +77,9 @@ def fuse_erf_gelu(layers: list[Layer], graph_outputs: set[str]) -> list[Layer]:
         mul = only_reader(add, "Mul") if add else None
         half = only_reader(mul, "Mul") if mul else None
         x = div.inputs[0]
-        if half is None or x.name not in {t.name for t in mul.inputs}:
+        if half is None or x.name not in {t.name for t in mul.inputs} or len(mul.inputs) != 2:
+            continue
+        if not (_scalar_is(div, math.sqrt(2)) and _scalar_is(add, 1.0) and _scalar_is(half, 0.5)):
             continue
         chain = (div, erf, add, mul, half)
         gelu = Layer(div.name, "Gelu", LayerKind.VECTOR, (x,), half.outputs,

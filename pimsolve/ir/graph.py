@@ -87,7 +87,7 @@ class MvmGeometry:
 
 @dataclass(frozen=True)
 class Layer:
-    """One node of the Graph: an ONNX node, or a few fused into one (e.g. Conv+BatchNormalization)."""
+    """One node of the Graph: an ONNX node, or a few fused into one (Conv+BatchNormalization)."""
 
     name: LayerId
     op: str
@@ -146,7 +146,8 @@ class Graph:
 
     @cached_property
     def dag(self) -> nx.DiGraph:
-        """Layers as nodes; an edge producer -> consumer per tensor, with ``tensor`` and ``bytes``."""
+        """Layers as nodes; an edge producer -> consumer per tensor (``tensor``, ``elements``,
+        ``bytes`` as stored in the ONNX dtype)."""
         dag = nx.DiGraph()
         producer: dict[str, str] = {}
         for layer in self.layers:
@@ -157,5 +158,5 @@ class Graph:
             for t in layer.inputs:
                 if t.name in producer:
                     dag.add_edge(producer[t.name], layer.name, tensor=t.name,
-                                 bytes=t.size * DTYPE_BYTES.get(t.dtype, 4))
+                                 elements=t.size, bytes=t.size * DTYPE_BYTES.get(t.dtype, 4))
         return dag

@@ -68,7 +68,7 @@ class Unfolding:
     array_groups: int
     """Array groups per replica: P * ceil(H / rows)."""
     crossbars_per_ag: int
-    """Crossbars in one array group: ceil(W * column_slices / cols)."""
+    """Crossbars in one array group: ceil(W / floor(cols / column_slices))."""
 
     @property
     def crossbars(self) -> int:

@@ -6,7 +6,6 @@ import math
 
 from pimsolve.errors import InputError
 from pimsolve.ir import (
-    DTYPE_BYTES,
     CrossbarGeometry,
     Dependency,
     Graph,
@@ -59,7 +58,7 @@ def lower(graph: Graph, target: CrossbarTarget) -> Workload:
                 output_bytes=sum(_bytes(t.size, act_bytes) for t in layer.outputs)))
     dependencies = tuple(
         Dependency(producer=LayerId(u), consumer=LayerId(v), tensor=data["tensor"],
-                   bytes=_bytes(data["bytes"] // DTYPE_BYTES["float32"], act_bytes))
+                   bytes=_bytes(data["elements"], act_bytes))
         for u, v, data in graph.dag.edges(data=True))
     return Workload(model=graph.name, target=target.name, geometry=xbar,
                     mvm_layers=tuple(mvm_layers), vector_layers=tuple(vector_layers),

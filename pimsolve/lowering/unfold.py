@@ -4,8 +4,10 @@ For a convolution with ``I`` input and ``O`` output channels per group, kernel `
 (Table IV's K^2 = Kh * Kw, its "IK" = I * Kw: one kernel row), padded input ``Hp x Wp`` and
 output ``Ho x Wo``, each format is a tuple (H, W, P) with H * W * P = I * O * Kh * Kw; it is
 *valid* when O is not a factor of H (H is the accumulated direction, PIMCOMP Sec. V-B). All
-five are valid by construction; formats that coincide (every format of a 1x1 kernel or a
-GEMM) are listed once. Groups multiply P: each group has its own matrices and inputs.
+five are valid by construction; formats with identical matrices (all five for a 1x1 kernel or
+a GEMM, three for a 1xK kernel) are listed once. Groups multiply P: each group has its own
+matrices and inputs. A weight's bit slices stay in one crossbar, so an array group of width W
+takes ceil(W / floor(cols / column_slices)) crossbars.
 
 Per replica and inference, with ``g`` groups and ``It = g * I`` input channels in total:
 
@@ -53,14 +55,21 @@ def unfoldings(mvm: MvmGeometry, xbar: CrossbarGeometry) -> tuple[Unfolding, ...
         "IK,OK,1": ((i * kw, o * kh, 1), hp * wo, hp * wo * kw * it, kw * it + kh * g * o),
         "IK2,O,1": ((i * k2, o, 1), ho * wo, ho * wo * k2 * it, k2 * it + g * o),
     }
-    if k2 == 1:  # all five coincide
-        table = {DEFAULT_FORMAT: table[DEFAULT_FORMAT]}
+    # formats with the same matrices (all five for 1x1, three for 1xK) are listed once; the
+    # default keeps its place among them
+    matrices = {table[DEFAULT_FORMAT][0]: DEFAULT_FORMAT}
+    for name in FORMATS:
+        matrices.setdefault(table[name][0], name)
+    kept = set(matrices.values())
     result = []
-    for name, ((h, w, p), cycles, load, extra) in table.items():
+    for name in FORMATS:
+        if name not in kept:
+            continue
+        (h, w, p), cycles, load, extra = table[name]
         assert h * w * p == i * o * k2, name  # PIMCOMP's first validity rule holds by construction
         result.append(Unfolding(
             name=name, height=h, width=w, parallel=p * g, cycles=b * cycles,
             load_elements=b * load, extra_memory_elements=extra,
             array_groups=p * g * math.ceil(h / xbar.rows),
-            crossbars_per_ag=math.ceil(w * xbar.column_slices / xbar.cols)))
+            crossbars_per_ag=math.ceil(w / xbar.weights_per_crossbar_row)))
     return tuple(result)

@@ -33,5 +33,8 @@ def convert_unary(ctx: NodeContext) -> Layer:
 def convert_nary(ctx: NodeContext) -> Layer:
     elements = math.prod(ctx.outputs[0].shape)
     operands = len([n for n in ctx.node.input if n])
+    scalars = [float(ctx.const(n).reshape(-1)[0]) for n in ctx.node.input
+               if n and ctx.is_const(n) and ctx.const(n).size == 1]
     return Layer(ctx.name, ctx.op, LayerKind.VECTOR, ctx.activations, ctx.outputs,
-                 vector_ops=max(1, operands - 1) * elements)
+                 vector_ops=max(1, operands - 1) * elements,
+                 attributes={"scalar_operands": scalars} if scalars else {})

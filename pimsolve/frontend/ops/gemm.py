@@ -58,14 +58,14 @@ def convert_matmul(ctx: NodeContext) -> Layer:
     if ctx.is_const(b):
         n = b_shape[-1] if len(b_shape) > 1 else 1
         groups = math.prod(b_shape[:-2]) if len(b_shape) > 2 else 1
-        m = math.prod(a_shape[:-1]) // groups if len(a_shape) > 1 else 1
+        m = math.prod(out) // (n * groups)  # every matrix sees all broadcast rows
         return _gemm_layer(ctx, m=m, k=k, n=n, groups=groups, weight_shape=b_shape,
                            recipe=f"TTGT: reshape x to [{groups}][{m}][{k}], GEMM with "
                                   f"W[{groups}][{k}][{n}]")
     if ctx.is_const(a):  # y = W x: the columns of x are the input vectors
         m_w = a_shape[-2] if len(a_shape) > 1 else 1
         groups = math.prod(a_shape[:-2]) if len(a_shape) > 2 else 1
-        vectors = math.prod(b_shape) // (b_shape[-2] * groups) if len(b_shape) > 1 else 1
+        vectors = math.prod(out) // (m_w * groups)
         return _gemm_layer(ctx, m=vectors, k=k, n=m_w, groups=groups, weight_shape=a_shape,
                            recipe=f"TTGT: transpose x to [{groups}][{vectors}][{k}], GEMM with "
                                   f"W^T[{groups}][{k}][{m_w}], transpose back")

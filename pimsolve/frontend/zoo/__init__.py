@@ -95,18 +95,21 @@ MODELS: dict[str, ZooModel] = {
         ),
         ZooModel(
             "vit-small", "ViT on 3x32x32: patch 4, dim 192, 3 heads, 4 blocks, MLP 768",
-            (1, 3, 32, 32), "pimsolve transformer benchmark: exercises OCC's contraction detection (Einsum, "
+            (1, 3, 32, 32),
+            "pimsolve transformer benchmark: exercises OCC's contraction detection (Einsum, "
             "MatMul with a constant operand) and attention's activation products",
             transformer.vit_small, (1, 10),
         ),
         ZooModel(
             "bert-base-layer", "One BERT-base encoder layer: 12 heads, FF 3072, seq 128",
-            (1, 128, 768), "pimsolve transformer benchmark (BERT-base shapes); OCC Sec. IV contractions",
+            (1, 128, 768),
+            "pimsolve transformer benchmark (BERT-base shapes); OCC Sec. IV contractions",
             transformer.bert_base_layer, (1, 128, 768), input_name="hidden_states",
         ),
         ZooModel(
             "gpt-block", "One GPT-2 decoder block: 12 heads, FF 3072, seq 64, causal mask",
-            (1, 64, 768), "pimsolve transformer benchmark (GPT-2 shapes); decoder layers as in DCC Sec. 5",
+            (1, 64, 768),
+            "pimsolve transformer benchmark (GPT-2 shapes); decoder layers as in DCC Sec. 5",
             transformer.gpt_block, (1, 64, 768), opset=20, input_name="hidden_states",
         ),
     )
