@@ -7,7 +7,6 @@ A converter turns one ONNX node (with static shapes and folded constants) into o
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -64,9 +63,6 @@ class NodeContext:
     @property
     def outputs(self) -> tuple[Tensor, ...]:
         return tuple(self.tensor(n) for n in self.node.output if n)
-
-    def output_size(self) -> int:
-        return sum(math.prod(t.shape) for t in self.outputs[:1])
 
     def error(self, message: str) -> InputError:
         return InputError(f"node '{self.name}' ({self.op}): {message}")
