@@ -61,12 +61,12 @@ def inspect_cmd(
     crossbars, and whether it fits on chip."""
     from pimsolve.api import inspect_model
     from pimsolve.frontend import parse_input_shape
-    from pimsolve.report.inspection import inspection_report
+    from pimsolve.report.inspection import inspection_report, target_summary
     from pimsolve.report.render import inspection_tables
 
     shapes = dict(parse_input_shape(text) for text in input_shape or [])
     result = inspect_model(model, target=target, input_shapes=shapes)
-    summary = _target_summary(result.target) if result.target is not None else None
+    summary = target_summary(result.target) if result.target is not None else None
     report = inspection_report(result.graph, result.workload, summary)
     if as_json:
         _echo(json.dumps(report, indent=1, sort_keys=True))
@@ -86,42 +86,28 @@ def models_cmd() -> None:
         _echo(f"{name:18s} {info.description}")
 
 
-def _target_summary(target) -> dict:
-    from pimsolve.target import CrossbarTarget
-
-    if isinstance(target, CrossbarTarget):
-        capacity = (f"{target.crossbars:,} crossbars, "
-                    f"{target.weight_capacity * target.numerics.weight_bits / 8 / 2**20:.3g}"
-                    f" MiB of {target.numerics.weight_bits}-bit weights")
-        mode = target.computing_mode
-    else:
-        org = target.organization
-        capacity = f"{org.banks:,} banks, {org.banks // target.pim.banks_per_pim_core:,} PIM cores"
-        mode = target.pim.unit
-    return {"name": target.name, "kind": target.kind, "mode": mode, "capacity": capacity,
-            "description": target.description}
-
-
 @targets_app.callback()
 def targets_cmd(ctx: typer.Context) -> None:
     """List the bundled targets."""
     if ctx.invoked_subcommand is not None:
         return
+    from pimsolve.report.inspection import target_summary
     from pimsolve.report.render import targets_table
     from pimsolve.target import bundled_targets, load_target
 
-    rows = [_target_summary(load_target(path)) for path in bundled_targets().values()]
+    rows = [target_summary(load_target(path)) for path in bundled_targets().values()]
     _console().print(targets_table(rows))
 
 
 @targets_app.command("show")
 def targets_show(name: Annotated[str, typer.Argument(help="Bundled name or YAML file.")]) -> None:
     """Validate a target and print its file, with derived totals."""
+    from pimsolve.report.inspection import target_summary
     from pimsolve.target import bundled_targets, load_target
 
     target = load_target(name)
     path = Path(name) if Path(name).is_file() else bundled_targets()[name]
-    summary = _target_summary(target)
+    summary = target_summary(target)
     _echo(f"# {summary['name']} ({summary['kind']}, {summary['mode']}): {summary['capacity']}")
     _echo(path.read_text(encoding="utf-8"))
 

@@ -57,9 +57,9 @@ def fold(model: onnx.ModelProto, *, max_rounds: int = 8) -> FoldedModel:
             for name, value in zip(node.output, values, strict=False):
                 if name:
                     constants[name] = value
+        if not changed:  # the last inference already describes the remaining graph
+            return FoldedModel(nodes, constants, shapes, dtypes, inputs, outputs)
         nodes = remaining
-        if not changed:
-            break
     shapes, dtypes = _infer(model, nodes, constants, inputs, outputs, opset)
     return FoldedModel(nodes, constants, shapes, dtypes, inputs, outputs)
 

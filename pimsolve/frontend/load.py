@@ -102,7 +102,7 @@ def load_onnx(source: str | Path | onnx.ModelProto, *,
         seen[label] = count + 1
         unique = LayerId(label if count == 0 else f"{label}#{count}")
         layers.append(converter(NodeContext(node, unique, folded)))
-    outputs = {n for n in folded.outputs}
+    outputs = set(folded.outputs)
     layers = fuse_erf_gelu(fold_batchnorm(layers, outputs), outputs)
     graph_name = name or (Path(source).stem if not isinstance(source, onnx.ModelProto)
                           else model.graph.name or "model")

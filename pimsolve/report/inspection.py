@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from pimsolve.ir import Graph, Workload
+from pimsolve.target import CrossbarTarget, DramPimTarget
 
-__all__ = ["INSPECT_SCHEMA_VERSION", "inspection_report"]
+__all__ = ["INSPECT_SCHEMA_VERSION", "inspection_report", "target_summary"]
 
 INSPECT_SCHEMA_VERSION = 1
 
@@ -66,3 +67,18 @@ def inspection_report(graph: Graph, workload: Workload | None,
             "target": target_summary, "inputs": [
                 {"name": t.name, "shape": list(t.shape)} for t in graph.inputs],
             "layers": rows, "totals": totals}
+
+
+def target_summary(target: CrossbarTarget | DramPimTarget) -> dict[str, Any]:
+    """Name, kind, computing mode (or PIM unit), capacity in words, and description."""
+    if isinstance(target, CrossbarTarget):
+        weight_mib = target.weight_capacity * target.numerics.weight_bits / 8 / 2**20
+        capacity = (f"{target.crossbars:,} crossbars, {weight_mib:.3g} MiB of "
+                    f"{target.numerics.weight_bits}-bit weights")
+        mode = target.computing_mode
+    else:
+        org = target.organization
+        capacity = f"{org.banks:,} banks, {org.banks // target.pim.banks_per_pim_core:,} PIM cores"
+        mode = target.pim.unit
+    return {"name": target.name, "kind": target.kind, "mode": mode, "capacity": capacity,
+            "description": target.description}

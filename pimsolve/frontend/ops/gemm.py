@@ -80,7 +80,7 @@ def contraction(equation: str, const_index: int, shapes: list[tuple[int, ...]]) 
     """
     lhs, _, out = equation.replace(" ", "").partition("->")
     terms = lhs.split(",")
-    if len(terms) != 2 or "..." in equation or not out and "->" not in equation:
+    if len(terms) != 2 or "..." in equation or "->" not in equation:
         raise ValueError("only explicit two-operand equations without '...' are supported")
     const, act = terms[const_index], terms[1 - const_index]
     size = {}
