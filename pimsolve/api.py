@@ -8,19 +8,36 @@ True
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import onnx
 
+from pimsolve.codegen.generate import generate
 from pimsolve.errors import InputError
 from pimsolve.frontend import load_onnx, zoo
 from pimsolve.ir import Graph, Workload
+from pimsolve.ir.mapping import Mapping as MappingRecord
+from pimsolve.ir.program import Program
+from pimsolve.ir.serialize import from_json, to_json
 from pimsolve.lowering import lower
+from pimsolve.report.report import build_report
+from pimsolve.simulate.bounds import bounds
+from pimsolve.simulate.checks import verify
+from pimsolve.simulate.metrics import measure
+from pimsolve.simulate.simulator import run
+from pimsolve.stages.placement import reference_mapping
 from pimsolve.target import CrossbarTarget, DramPimTarget, load_target
 
-__all__ = ["Inspection", "inspect_model", "resolve_model"]
+__all__ = ["Inspection", "inspect_model", "resolve_model", "MapResult", "map_model",
+           "write_map_outputs", "simulate_saved", "MODES"]
+
+MODES = {"latency": "ll", "throughput": "ht", "energy": "ht", "edp": "ht"}
+"""The mode each objective implies unless ``mode`` says otherwise."""
 
 
 @dataclass(frozen=True)
@@ -76,3 +93,126 @@ def inspect_model(model: str | Path | onnx.ModelProto, *,
         raise InputError(f"target '{loaded.name}' is a DRAM-PIM target: it has no crossbars "
                          f"to map layers onto; use a crossbar target (see `pimsolve targets`)")
     return Inspection(graph, loaded, lower(graph, loaded))
+
+
+@dataclass(frozen=True)
+class MapResult:
+    """Everything ``pimsolve map`` produces."""
+
+    mapping: MappingRecord
+    program: Program
+    report: dict[str, Any]
+
+
+ENGINES = ("none",)
+"""Placement engines available so far ('none': no replication, greedy placement)."""
+
+
+def _crossbar_target(target: str | Path | CrossbarTarget | DramPimTarget) -> CrossbarTarget:
+    loaded = target if isinstance(target, (CrossbarTarget, DramPimTarget)) else load_target(
+        target)
+    if isinstance(loaded, DramPimTarget):
+        raise InputError(f"target '{loaded.name}' is a DRAM-PIM target: map needs a crossbar "
+                         "target; for DRAM-PIM kernels use `pimsolve kernel`")
+    return loaded
+
+
+def score(mapping: MappingRecord, program: Program, target: CrossbarTarget,
+          solves: list[dict[str, Any]], *, check_only: bool = False) -> dict[str, Any]:
+    """Verify ``program``, and unless ``check_only`` simulate it: the report data."""
+    checks = verify(program, target)
+    if check_only:
+        return build_report(mapping, None, None, checks, solves)
+    timeline = run(program, target)
+    return build_report(mapping, measure(program, target, timeline), bounds(program, target),
+                        checks, solves)
+
+
+def map_model(model: str | Path | onnx.ModelProto, *,
+              target: str | Path | CrossbarTarget, objective: str = "latency",
+              mode: str | None = None, engine: str = "none",
+              input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> MapResult:
+    """frontend -> placement -> codegen -> simulate -> report.
+
+    ``objective`` picks the mode (latency: low-latency 'll'; throughput, energy, edp: 'ht')
+    unless ``mode`` is given.
+    """
+    if objective not in MODES:
+        raise InputError(f"objective must be one of {', '.join(MODES)}, not {objective!r}")
+    mode = mode or MODES[objective]
+    if mode not in ("ht", "ll"):
+        raise InputError(f"mode must be 'ht' or 'll', not {mode!r}")
+    if engine not in ENGINES:
+        raise InputError(f"engine {engine!r} is not available yet; engines: "
+                         f"{', '.join(ENGINES)}")
+    loaded = _crossbar_target(target)
+    inspection = inspect_model(model, target=loaded, input_shapes=input_shapes)
+    started = time.perf_counter()
+    mapping = reference_mapping(inspection.workload, loaded, mode)
+    solve = {"stage": "placement", "engine": engine, "status": "feasible", "objective": None,
+             "bound": None, "gap": None, "wall_s": time.perf_counter() - started}
+    program = generate(inspection.graph, inspection.workload, mapping, loaded)
+    return MapResult(mapping, program, score(mapping, program, loaded, [solve]))
+
+
+PROGRAM_JSONL_LIMIT = 50_000
+"""Programs with more instructions are written in the compact form (program.npz)."""
+
+
+def write_map_outputs(out: Path, result: MapResult) -> list[Path]:
+    """Write mapping.json, report.json and program.jsonl (or program.npz) into ``out``."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot create the output directory ({exc.strerror})") from None
+    if not out.is_dir():
+        raise InputError(f"{out}: not a directory")
+    written = [out / "mapping.json", out / "report.json"]
+    written[0].write_text(to_json(result.mapping), encoding="utf-8")
+    written[1].write_text(json.dumps(result.report, indent=1, sort_keys=True) + "\n",
+                          encoding="utf-8")
+    stale = ("program.npz", "program.jsonl")
+    if result.program.instructions > PROGRAM_JSONL_LIMIT:
+        path = out / "program.npz"
+        path.write_bytes(result.program.to_npz())
+    else:
+        path = out / "program.jsonl"
+        path.write_text(result.program.to_jsonl(), encoding="utf-8")
+    other = out / stale[path.name == "program.npz"]
+    if other.exists():
+        other.unlink()  # our own output from an earlier run, never the user's input
+    return [*written, path]
+
+
+def simulate_saved(directory: str | Path, *, target: str | Path | None = None,
+                   check_only: bool = False) -> dict[str, Any]:
+    """Re-score (or with ``check_only`` only verify) a saved mapping and program."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not a directory (expected the --out of `pimsolve map`)")
+    mapping_file = folder / "mapping.json"
+    if not mapping_file.is_file():
+        raise InputError(f"{folder}: no mapping.json")
+    try:
+        mapping = from_json(MappingRecord, mapping_file.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"{mapping_file}: not a valid mapping "
+                         f"({str(exc).splitlines()[0]})") from None
+    try:
+        if (folder / "program.npz").is_file():
+            program = Program.from_npz((folder / "program.npz").read_bytes())
+        elif (folder / "program.jsonl").is_file():
+            program = Program.from_jsonl((folder / "program.jsonl").read_text(encoding="utf-8"))
+        else:
+            raise InputError(f"{folder}: no program.jsonl or program.npz")
+    except (ValueError, KeyError, OSError) as exc:
+        raise InputError(f"{folder}: the program cannot be read ({exc})") from None
+    loaded = _crossbar_target(target or program.target)
+    solves = []
+    report_file = folder / "report.json"
+    if report_file.is_file():
+        try:
+            solves = json.loads(report_file.read_text(encoding="utf-8")).get("solves", [])
+        except ValueError:
+            solves = []
+    return score(mapping, program, loaded, solves, check_only=check_only)

@@ -120,6 +120,71 @@ def targets_schema() -> None:
     _echo(target_json_schema())
 
 
+def _print_report(report: dict, as_json: bool) -> None:
+    if as_json:
+        _echo(json.dumps(report, indent=1, sort_keys=True))
+        return
+    from pimsolve.report.render import map_tables
+
+    console = _console()
+    for table in map_tables(report):
+        console.print(table)
+
+
+@app.command("map")
+def map_cmd(
+    model: Annotated[str, typer.Argument(
+        help="An ONNX file, or a bundled model name (see `pimsolve models`).")],
+    target: Annotated[str, typer.Option(
+        "--target", "-t", help="Bundled target name or target YAML file.")],
+    objective: Annotated[str, typer.Option(
+        help="latency (low-latency mode), throughput, energy or edp (high-throughput mode).")]
+    = "latency",
+    mode: Annotated[str | None, typer.Option(
+        help="ht (batch pipeline) or ll (element pipeline); default: from the objective.")]
+    = None,
+    engine: Annotated[str, typer.Option(
+        help="Placement engine; 'none': no replication, greedy placement.")] = "none",
+    out: Annotated[Path | None, typer.Option(
+        help="Write mapping.json, report.json and the program here.")] = None,
+    input_shape: Annotated[list[str] | None, typer.Option(
+        "--input-shape", help="Static input shape NAME=1x3x224x224 (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print report.json.")] = False,
+) -> None:
+    """Map MODEL onto TARGET, generate the per-core program, simulate and verify it."""
+    from pimsolve.api import map_model, write_map_outputs
+    from pimsolve.frontend import parse_input_shape
+
+    shapes = dict(parse_input_shape(text) for text in input_shape or [])
+    result = map_model(model, target=target, objective=objective, mode=mode, engine=engine,
+                       input_shapes=shapes)
+    if out is not None:
+        written = write_map_outputs(out, result)
+        if not as_json:
+            _echo("wrote " + ", ".join(str(p) for p in written))
+    _print_report(result.report, as_json)
+
+
+@app.command("simulate")
+def simulate_cmd(
+    directory: Annotated[Path, typer.Argument(help="The --out folder of `pimsolve map`.")],
+    target: Annotated[str | None, typer.Option(
+        "--target", "-t", help="Target to score on (default: the one the program names).")]
+    = None,
+    check: Annotated[bool, typer.Option("--check", help="Only verify the program.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Re-score a saved mapping and program (exit code 2 when --check finds violations)."""
+    from pimsolve.api import simulate_saved
+
+    report = simulate_saved(directory, target=target, check_only=check)
+    _print_report(report, as_json)
+    if check and not report["checks"]["passed"]:
+        sys.stderr.write(f"error: {len(report['checks']['violations'])} violations, e.g. "
+                         f"{report['checks']['violations'][0]}\n")
+        sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with its exit code (usage errors from typer exit with 2)."""
     try:

@@ -63,3 +63,36 @@ def targets_table(rows: list[dict[str, Any]]) -> Table:
         table.add_row(row["name"], row["kind"], row["mode"], row["capacity"],
                       row["description"])
     return table
+
+
+def _si(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    for scale, prefix in ((1, ""), (1e-3, "m"), (1e-6, "u"), (1e-9, "n")):
+        if abs(value) >= scale or scale == 1e-9:
+            return f"{value / scale:.4g} {prefix}{unit}"
+    return f"{value:.4g} {unit}"
+
+
+def map_tables(report: dict[str, Any]) -> list[Table]:
+    """The summary of a ``map`` / ``simulate`` report: metrics beside bounds, and checks."""
+    table = Table(title=f"{report['model']} on {report['target']} ({report['mode']} mode, "
+                        f"engine {report['engine']})")
+    for column in ("metric", "simulated", "bound", "achieved / bound"):
+        table.add_column(column)
+    metrics, bound = report.get("metrics"), report.get("bounds")
+    ratio = report.get("achieved_over_bound", {})
+    if metrics:
+        for key, unit in (("latency_s", "s"), ("throughput_per_s", "/s"), ("energy_j", "J")):
+            r = ratio.get(key)
+            table.add_row(key, _si(metrics[key], unit), _si(bound and bound[key], unit),
+                          "-" if r is None else f"{r:.3g}")
+        table.add_row("crossbar utilization", f"{metrics['crossbar_utilization']:.3g}", "", "")
+        table.add_row("instructions", f"{metrics['instructions']:,}", "", "")
+        table.add_row("peak local memory", f"{metrics['peak_local_memory_bytes']:,} B", "", "")
+        table.add_row("peak active crossbars", f"{metrics['peak_active_crossbars']:,}", "", "")
+    checks = Table(title="checks: " + ("passed" if report["checks"]["passed"] else "FAILED"))
+    checks.add_column("violation")
+    for message in report["checks"]["violations"][:20]:
+        checks.add_row(message)
+    return [table, checks] if report["checks"]["violations"] else [table]

@@ -14,4 +14,6 @@ __all__ = ["convert_data"]
 def convert_data(ctx: NodeContext) -> Layer:
     # Dropout is the identity at inference; its optional mask output is never computed
     outputs = (ctx.tensor(ctx.node.output[0]),) if ctx.op == "Dropout" else ctx.outputs
-    return Layer(ctx.name, ctx.op, LayerKind.DATA, ctx.activations, outputs)
+    attributes = {"axis": int(ctx.attrs["axis"])} if "axis" in ctx.attrs else {}
+    return Layer(ctx.name, ctx.op, LayerKind.DATA, ctx.activations, outputs,
+                 attributes=attributes)

@@ -19,7 +19,10 @@ def convert_pool(ctx: NodeContext) -> Layer:
                  vector_ops=math.prod(out.shape) * math.prod(kernel),
                  attributes={"kernel_shape": list(kernel),
                              "strides": list(attrs.get("strides", [1] * len(kernel))),
-                             "pads": list(attrs.get("pads", [0] * 2 * len(kernel)))})
+                             "pads": list(attrs.get("pads", [0] * 2 * len(kernel))),
+                             "dilations": list(attrs.get("dilations", [1] * len(kernel))),
+                             "count_include_pad": int(attrs.get("count_include_pad", 0)),
+                             "ceil_mode": int(attrs.get("ceil_mode", 0))})
 
 
 @register("GlobalAveragePool", "GlobalMaxPool")

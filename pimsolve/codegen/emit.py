@@ -1,0 +1,103 @@
+"""One core's instruction stream under construction: buffers, allocation and dependencies.
+
+A ``Buffer`` is one local-memory allocation. The emitter records, per buffer, the last writer
+and last reader on every unit, so each instruction waits exactly for the producers of what it
+reads (read after write) and for the readers of what it overwrites (write after read); keeping
+only the latest instruction per unit is enough because a unit completes in program order.
+Allocation is a pool per buffer size over a bump pointer: a freed slot is reused only for a
+buffer of the same size, so its previous readers are known exactly. Freed slots are reused
+oldest first, and a few spares per size stay in circulation (``spares``), so consecutive tasks
+get different buffers and can overlap (double buffering) instead of waiting on each other.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from pimsolve.ir.program import CoreStream, Op, unit_of
+
+__all__ = ["Buffer", "CoreEmitter"]
+
+
+class Buffer:
+    """A local-memory allocation of ``size`` elements at ``addr`` on one core."""
+
+    __slots__ = ("addr", "size", "writers", "readers", "war")
+
+    def __init__(self, addr: int, size: int) -> None:
+        self.addr = addr
+        self.size = size
+        self.writers: dict[int, int] = {}
+        self.readers: dict[int, int] = {}
+        self.war: dict[int, int] = {}
+
+    def refill(self) -> None:
+        """The next writes replace the contents: they wait for every earlier access."""
+        war = dict(self.writers)
+        for unit, i in self.readers.items():
+            if war.get(unit, -1) < i:
+                war[unit] = i
+        self.war, self.writers, self.readers = war, {}, {}
+
+
+class CoreEmitter:
+    """Builds the instruction stream of one core."""
+
+    def __init__(self, core: int) -> None:
+        self.core = core
+        self.rows: list[tuple[int, int, int, int, int, int]] = []
+        self.deps: list[tuple[int, ...]] = []
+        self.tags: list[int] = []
+        self.layer = -1
+        """Tag of the instructions emitted now: the index of the layer being worked on."""
+        self._free: dict[int, deque[Buffer]] = {}
+        self.top = 0
+        self.peak = 0
+
+    def alloc(self, size: int) -> Buffer:
+        """A buffer of ``size`` elements, reusing a freed one of the same size if any."""
+        pool = self._free.get(size)
+        if pool and len(pool) > self.spares(size):
+            buf = pool.popleft()
+            buf.refill()
+            return buf
+        buf = Buffer(self.top, size)
+        self.top += size
+        self.peak = max(self.peak, self.top)
+        return buf
+
+    def free(self, buf: Buffer) -> None:
+        """Return ``buf``; later allocations of its size reuse it after its last access."""
+        self._free.setdefault(buf.size, deque()).append(buf)
+
+    @staticmethod
+    def spares(size: int) -> int:
+        """Freed buffers of ``size`` elements kept aside before one is reused."""
+        return min(4, 1024 // max(size, 1))
+
+    def emit(self, op: Op, a: int = 0, b: int = 0, c: int = 0, d: int = 0, e: int = 0, *,
+             reads: tuple[Buffer, ...] = (), writes: tuple[Buffer, ...] = ()) -> int:
+        """Append one instruction; returns its index in this core's stream."""
+        wait: dict[int, int] = {}
+        for buf in reads:
+            for unit, i in buf.writers.items():
+                if wait.get(unit, -1) < i:
+                    wait[unit] = i
+        for buf in writes:
+            for unit, i in buf.war.items():
+                if wait.get(unit, -1) < i:
+                    wait[unit] = i
+        index = len(self.rows)
+        unit = unit_of(op, a)
+        self.rows.append((int(op), a, b, c, d, e))
+        self.deps.append(tuple(sorted(wait.values())))
+        self.tags.append(self.layer)
+        for buf in reads:
+            buf.readers[unit] = index
+        for buf in writes:
+            buf.writers[unit] = index
+        return index
+
+    def stream(self) -> CoreStream:
+        """The finished stream."""
+        return CoreStream.build(self.rows, self.deps, self.tags)

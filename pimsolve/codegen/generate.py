@@ -1,0 +1,457 @@
+"""Reference code generation: a Mapping and a Workload become one instruction stream per core.
+
+Both PIMCOMP modes (Sec. VII) are emitted at the convolution-operator granularity:
+
+* **HT** (high throughput, Alg. 1): one steady-state cycle of the batch pipeline. Every layer
+  reads its inputs from global memory and stores its outputs there, so layers of one cycle are
+  independent; tasks are interleaved round-robin over layers and replicas; windows are split
+  over a layer's replicas in contiguous, equal ranges; a replica keeps the input pixels its next
+  windows share (input reuse of overlapping windows) and loads only new ones; vector layers are
+  spread over all cores in contiguous blocks of pixels.
+* **LL** (low latency, Alg. 2): one inference through the element pipeline. Output pixels go
+  straight to the cores that need them; a task runs as soon as its pixels are there; send
+  requests are batched (the centralized communication heuristic) and flushed when ``flush_at``
+  are queued or at the end of a pass; a pixel's memory is freed once no task on that core needs
+  it; vector layers run where most of their input already is.
+
+The array groups of a replica whose AGs sit on other cores than its first (home) core receive
+their input slice from the home core and send their partial sums back. This is also the
+baseline scheduler later schedule optimizers must beat.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from pimsolve.codegen.emit import Buffer, CoreEmitter
+from pimsolve.codegen.layout import VIEW_OPS, Layout, build_layout
+from pimsolve.codegen.tasks import LayerTasks, layer_tasks, slice_pieces
+from pimsolve.errors import InputError
+from pimsolve.ir import Graph, LayerKind, Workload
+from pimsolve.ir.mapping import Mapping
+from pimsolve.ir.program import ArrayGroupSlot, Op, Program, VecOp
+from pimsolve.lowering.unfold import DEFAULT_FORMAT
+from pimsolve.target import CrossbarTarget
+
+__all__ = ["generate", "CodegenOptions"]
+
+Key = tuple[str, int]
+"""A stored pixel: (tensor, pixel index)."""
+
+
+@dataclass(frozen=True)
+class CodegenOptions:
+    """Knobs of the reference code generator."""
+
+    flush_at: int = 32
+    """LL mode: send requests queued before they are emitted together."""
+
+
+@dataclass(eq=False)
+class _Worker:
+    """A replica of a crossbar layer, or one core's share of a vector layer."""
+
+    tasks_of: LayerTasks
+    core: int
+    tasks: list[int]
+    slots: list[int] = field(default_factory=list)
+    next: int = 0
+    cache: dict[Key, Buffer] = field(default_factory=dict)
+    uses: dict[Key, int] = field(default_factory=dict)
+    sources: list[list[Key]] = field(default_factory=list)
+    tag: int = -1
+
+
+class _Generator:
+    def __init__(self, graph: Graph, workload: Workload, mapping: Mapping,
+                 target: CrossbarTarget, options: CodegenOptions) -> None:
+        if len(mapping.partitions) > 1:
+            raise InputError("codegen emits single-partition mappings only so far "
+                             f"({len(mapping.partitions)} partitions given)")
+        self.graph, self.target, self.mode, self.options = graph, target, mapping.mode, options
+        self.compute = [layer for layer in graph.layers
+                        if not (layer.kind is LayerKind.DATA and layer.op in VIEW_OPS)]
+        self.layout: Layout = build_layout(graph, self.compute, mapping.mode == "ht")
+        self.tasks = [layer_tasks(layer, self.layout) for layer in self.compute]
+        self.cores = target.cores
+        self.em = [CoreEmitter(c) for c in range(self.cores)]
+        self.constants: dict[float, int] = {0.0: 0}
+        self.slots: list[ArrayGroupSlot] = []
+        self.replicas: dict[str, list[list[int]]] = {}
+        self._place(workload, mapping)
+        self.bias: dict[tuple[str, int], Buffer] = {}
+
+    # ---- array groups --------------------------------------------------------------------
+    def _place(self, workload: Workload, mapping: Mapping) -> None:
+        rows = self.target.crossbar.rows
+        placed = {p.layer: p for p in mapping.layers}
+        for lt in self.tasks:
+            if lt.kind != "mvm":
+                continue
+            name = lt.layer.name
+            if name not in placed:
+                raise InputError(f"mapping places no array group of crossbar layer {name}")
+            p = placed[name]
+            mvm = workload.mvm_layer(name)
+            if p.unfolding != DEFAULT_FORMAT and p.unfolding != mvm.unfolding.name:
+                raise InputError(f"layer {name}: codegen emits the {DEFAULT_FORMAT} unfolding "
+                                 f"only so far, not {p.unfolding}")
+            u = mvm.unfolding
+            blocks = math.ceil(u.height / rows)
+            replicas = []
+            for r, cores in enumerate(p.cores):
+                if len(cores) != u.array_groups:
+                    raise InputError(f"layer {name} replica {r}: {len(cores)} array groups "
+                                     f"placed, the unfolding has {u.array_groups}")
+                ids = []
+                for g, core in enumerate(cores):
+                    if not 0 <= core < self.cores:
+                        raise InputError(f"layer {name}: core {core} does not exist "
+                                         f"(target has {self.cores})")
+                    start = (g % blocks) * rows
+                    ids.append(len(self.slots))
+                    self.slots.append(ArrayGroupSlot(
+                        name, r, g, core, g // blocks, start, min(rows, u.height - start),
+                        u.width, u.crossbars_per_ag))
+                replicas.append(ids)
+            self.replicas[name] = replicas
+
+    def _constant(self, value: float) -> int:
+        return self.constants.setdefault(float(value), len(self.constants))
+
+    # ---- one task ------------------------------------------------------------------------
+    def _transfer(self, src: int, dst: int, buf: Buffer, length: int, offset: int = 0,
+                  into: Buffer | None = None) -> Buffer:
+        """Send ``length`` elements of ``buf`` from core ``src`` to a new buffer on ``dst``."""
+        target = into if into is not None else self.em[dst].alloc(length)
+        self.em[src].emit(Op.SEND, dst, 0, buf.addr + offset, 0, length, reads=(buf,))
+        self.em[dst].emit(Op.RECV, src, target.addr, 0, 0, length, writes=(target,))
+        return target
+
+    def _bias(self, name: str, core: int, length: int) -> Buffer:
+        key = (name, core)
+        if key not in self.bias:
+            buf = self.em[core].alloc(length)
+            self.em[core].emit(Op.LOAD, 0, buf.addr, self.layout.global_address[f"bias:{name}"],
+                               0, length, writes=(buf,))
+            self.bias[key] = buf
+        return self.bias[key]
+
+    def _mvm_task(self, w: _Worker, task: int, get) -> Buffer:
+        lt, home = w.tasks_of, w.core
+        em = self.em[home]
+        pieces = lt.pieces(self.layout, task)
+        out = em.alloc(lt.channels)
+        parallel = self.target.crossbar.parallel_rows
+        started: set[int] = set()
+        temp: list[tuple[int, Buffer]] = []
+        for s in w.slots:
+            ag = self.slots[s]
+            part = slice_pieces(pieces[ag.matrix], ag.row_start, ag.row_start + ag.rows)
+            if len(part) == 1 and part[0][0] >= 0:
+                src = get((lt.inputs[0], part[0][0]))
+                src_addr = src.addr + part[0][1]
+            else:
+                src = em.alloc(ag.rows)
+                row = 0
+                for pixel, ch, length in part:
+                    if pixel < 0:
+                        em.emit(Op.WRITE, 0, src.addr + row, 0, 0, length, writes=(src,))
+                    else:
+                        pix = get((lt.inputs[0], pixel))
+                        em.emit(Op.COPY, 0, src.addr + row, pix.addr + ch, 0, length,
+                                reads=(pix,), writes=(src,))
+                    row += length
+                src_addr = src.addr
+                temp.append((home, src))
+            core = ag.core
+            if core != home:
+                moved = self._transfer(home, core, src, ag.rows, src_addr - src.addr)
+                temp.append((core, moved))
+                src, src_addr = moved, moved.addr
+            first = core == home and ag.matrix not in started
+            result = out if first else self.em[core].alloc(ag.cols)
+            dst = out.addr + ag.matrix * ag.cols if first else result.addr
+            cem = self.em[core]
+            for lo in range(0, ag.rows, parallel):
+                n = min(parallel, ag.rows - lo)
+                if lo == 0:
+                    cem.emit(Op.MVM, s, dst, src_addr, lo, n, reads=(src,), writes=(result,))
+                else:
+                    step = cem.alloc(ag.cols)
+                    cem.emit(Op.MVM, s, step.addr, src_addr + lo, lo, n, reads=(src,),
+                             writes=(step,))
+                    cem.emit(Op.VEC, VecOp.ADD, dst, dst, step.addr, ag.cols,
+                             reads=(result, step), writes=(result,))
+                    temp.append((core, step))
+            if core != home:
+                back = self._transfer(core, home, result, ag.cols)
+                temp.append((core, result))
+                result = back
+            if not first:
+                at = out.addr + ag.matrix * ag.cols
+                if ag.matrix in started:
+                    em.emit(Op.VEC, VecOp.ADD, at, at, result.addr, ag.cols,
+                            reads=(out, result), writes=(out,))
+                else:
+                    em.emit(Op.COPY, 0, at, result.addr, 0, ag.cols, reads=(result,),
+                            writes=(out,))
+                temp.append((home, result))
+            started.add(ag.matrix)
+        for c, buf in temp:
+            self.em[c].free(buf)
+        bias = self._bias(lt.layer.name, home, lt.channels)
+        em.emit(Op.VEC, VecOp.ADD, out.addr, out.addr, bias.addr, lt.channels,
+                reads=(out, bias), writes=(out,))
+        return out
+
+    def _vector_task(self, w: _Worker, task: int, get) -> Buffer:
+        lt, em = w.tasks_of, self.em[w.core]
+        c = lt.channels
+        out = em.alloc(c)
+        if lt.kind == "concat":
+            at = 0
+            for t in lt.inputs:
+                src = get((t, task))
+                n = self.layout.tensors[t].channels
+                em.emit(Op.COPY, 0, out.addr + at, src.addr, 0, n, reads=(src,), writes=(out,))
+                at += n
+            return out
+        if lt.kind == "unary":
+            src = get((lt.inputs[0], task))
+            for _ in range(lt.repeat):
+                em.emit(Op.VEC, lt.vec, out.addr, src.addr, 0, c, reads=(src,), writes=(out,))
+                src = out
+            return out
+        if lt.kind == "binary":
+            a, b = get((lt.inputs[0], task)), get((lt.inputs[1], task))
+            em.emit(Op.VEC, lt.vec, out.addr, a.addr, b.addr, c, reads=(a, b), writes=(out,))
+            return out
+        pixels = lt.pool_pixels(self.layout, task)
+        t = lt.inputs[0]
+        first = get((t, pixels[0]))
+        em.emit(Op.COPY, 0, out.addr, first.addr, 0, c, reads=(first,), writes=(out,))
+        for p in pixels[1:]:
+            src = get((t, p))
+            em.emit(Op.VEC, lt.vec, out.addr, out.addr, src.addr, c, reads=(out, src),
+                    writes=(out,))
+        if lt.vec is VecOp.ADD:
+            count = len(pixels)
+            if lt.kind == "pool" and lt.layer.attributes.get("count_include_pad"):
+                count = lt.pool_divisor()
+            em.emit(Op.VEC, VecOp.SCALE, out.addr, out.addr, self._constant(1.0 / count), c,
+                    reads=(out,), writes=(out,))
+        return out
+
+    def _run(self, w: _Worker, task: int, get) -> Buffer:
+        for em in self.em:
+            em.layer = w.tag
+        if w.tasks_of.kind == "mvm":
+            return self._mvm_task(w, task, get)
+        return self._vector_task(w, task, get)
+
+    # ---- workers -------------------------------------------------------------------------
+    def _split(self, lt: LayerTasks, owner_of) -> list[_Worker]:
+        tag = self.tasks.index(lt)
+        if lt.kind == "mvm":
+            replicas = self.replicas[lt.layer.name]
+            r = len(replicas)
+            return [_Worker(lt, self.slots[ids[0]].core,
+                            list(range(k * lt.tasks // r, (k + 1) * lt.tasks // r)), ids,
+                            tag=tag)
+                    for k, ids in enumerate(replicas)]
+        per_core: dict[int, list[int]] = {}
+        for task in range(lt.tasks):
+            per_core.setdefault(owner_of(lt, task), []).append(task)
+        return [_Worker(lt, core, tasks, tag=tag) for core, tasks in sorted(per_core.items())]
+
+    def _spread(self, lt: LayerTasks, task: int) -> int:
+        return task * self.cores // lt.tasks
+
+    def _depth(self) -> int:
+        dag = nx.DiGraph()
+        producer = {lt.output: i for i, lt in enumerate(self.tasks)}
+        dag.add_nodes_from(range(len(self.tasks)))
+        for i, lt in enumerate(self.tasks):
+            dag.add_edges_from((producer[t], i) for t in lt.inputs if t in producer)
+        return nx.dag_longest_path_length(dag) + 1 if self.tasks else 1
+
+    # ---- HT: Alg. 1 ----------------------------------------------------------------------
+    def high_throughput(self) -> None:
+        workers = [w for lt in self.tasks for w in self._split(lt, self._spread)]
+        for w in workers:
+            w.sources = [w.tasks_of.sources(self.layout, t) for t in w.tasks]
+            for keys in w.sources:
+                for key in keys:
+                    w.uses[key] = w.uses.get(key, 0) + 1
+        left = list(workers)
+        while left:
+            for w in left:
+                self._ht_task(w)
+            left = [w for w in left if w.next < len(w.tasks)]
+
+    def _ht_task(self, w: _Worker) -> None:
+        em = self.em[w.core]
+        task, keys = w.tasks[w.next], w.sources[w.next]
+        w.next += 1
+
+        def get(key: Key) -> Buffer:
+            buf = w.cache.get(key)
+            if buf is None:
+                tensor, pixel = key
+                buf = em.alloc(self.layout.tensors[tensor].channels)
+                em.emit(Op.LOAD, 0, buf.addr, self.layout.pixel_address(tensor, pixel), 0,
+                        buf.size, writes=(buf,))
+                w.cache[key] = buf
+            return buf
+
+        out = self._run(w, task, get)
+        em.emit(Op.STORE, 0, self.layout.pixel_address(w.tasks_of.output, task), out.addr, 0,
+                out.size, reads=(out,))
+        em.free(out)
+        for key in keys:
+            w.uses[key] -= 1
+            if w.uses[key] == 0:
+                em.free(w.cache.pop(key))
+
+    # ---- LL: Alg. 2 ----------------------------------------------------------------------
+    def low_latency(self) -> None:
+        owner: dict[Key, int] = {}
+        inputs = set(self.layout.inputs)
+
+        def near(lt: LayerTasks, task: int) -> int:
+            if lt.kind == "gpool":
+                keys = [(lt.inputs[0], lt.pool_pixels(self.layout, task)[0])]
+            else:
+                keys = lt.sources(self.layout, task)
+            votes: dict[int, int] = {}
+            for key in keys:
+                if key in owner:
+                    votes[owner[key]] = votes.get(owner[key], 0) + 1
+            if not votes:
+                return self._spread(lt, task)
+            return max(sorted(votes), key=votes.__getitem__)
+
+        layers: list[list[_Worker]] = []
+        self.refs: dict[tuple[int, Key], int] = {}
+        consumers: dict[Key, set[int]] = {}
+        for lt in self.tasks:
+            workers = self._split(lt, near)
+            for w in workers:
+                for t in w.tasks:
+                    owner[(lt.output, t)] = w.core
+                    keys = lt.sources(self.layout, t)
+                    w.sources.append(keys)
+                    for key in keys:
+                        ref = (w.core, key)
+                        self.refs[ref] = self.refs.get(ref, 0) + 1
+                        consumers.setdefault(key, set()).add(w.core)
+            layers.append(workers)
+        outputs = set(self.layout.outputs)
+        for key, cores in consumers.items():
+            if key in owner:
+                home = owner[key]
+                remote = len(cores - {home})
+                self.refs[(home, key)] = self.refs.get((home, key), 0) + remote
+        self.present: dict[tuple[int, Key], Buffer] = {}
+        self.queue: list[tuple[Key, int, int]] = []
+        self.consumers = consumers
+        remaining = sum(len(w.tasks) for ws in layers for w in ws)
+        while remaining:
+            progressed = False
+            for workers in layers:
+                for w in workers:
+                    if w.next < len(w.tasks) and all(
+                            k[0] in inputs or (w.core, k) in self.present
+                            for k in w.sources[w.next]):
+                        self._ll_task(w, owner, outputs)
+                        remaining -= 1
+                        progressed = True
+                        if len(self.queue) >= self.options.flush_at:
+                            self._flush()
+            if self.queue:
+                self._flush()
+                progressed = True
+            if remaining and not progressed:
+                raise RuntimeError("low-latency codegen made no progress (a cycle?)")
+
+    def _release(self, core: int, key: Key) -> None:
+        ref = (core, key)
+        self.refs[ref] -= 1
+        if self.refs[ref] == 0:
+            self.em[core].free(self.present.pop(ref))
+            del self.refs[ref]
+
+    def _flush(self) -> None:
+        for key, src, dst in self.queue:
+            buf = self.present[(src, key)]
+            self.present[(dst, key)] = self._transfer(src, dst, buf, buf.size)
+            self._release(src, key)
+        self.queue = []
+
+    def _ll_task(self, w: _Worker, owner: dict[Key, int], outputs: set[str]) -> None:
+        em = self.em[w.core]
+        task, keys = w.tasks[w.next], w.sources[w.next]
+        w.next += 1
+
+        def get(key: Key) -> Buffer:
+            ref = (w.core, key)
+            buf = self.present.get(ref)
+            if buf is None:  # a graph input: straight from global memory
+                tensor, pixel = key
+                buf = em.alloc(self.layout.tensors[tensor].channels)
+                em.emit(Op.LOAD, 0, buf.addr, self.layout.pixel_address(tensor, pixel), 0,
+                        buf.size, writes=(buf,))
+                self.present[ref] = buf
+            return buf
+
+        out = self._run(w, task, get)
+        for key in keys:
+            self._release(w.core, key)
+        key = (w.tasks_of.output, task)
+        ref = (w.core, key)
+        self.present[ref] = out
+        cores = self.consumers.get(key, set())
+        stored = w.tasks_of.output in outputs
+        self.refs[ref] = self.refs.get(ref, 0) + (1 if stored else 0)
+        if stored:
+            em.emit(Op.STORE, 0, self.layout.pixel_address(w.tasks_of.output, task), out.addr,
+                    0, out.size, reads=(out,))
+            self._release(w.core, key)
+        for dst in sorted(cores - {w.core}):
+            self.queue.append((key, w.core, dst))
+        if ref in self.refs and self.refs[ref] == 0:
+            em.free(self.present.pop(ref))
+            del self.refs[ref]
+
+    # ---- assembly ------------------------------------------------------------------------
+    def program(self) -> Program:
+        if self.mode == "ht":
+            self.high_throughput()
+        elif self.mode == "ll":
+            self.low_latency()
+        else:
+            raise InputError(f"mode must be 'ht' or 'll', not {self.mode!r}")
+        constants = tuple(sorted(self.constants, key=self.constants.__getitem__))
+        tensors = {name: (self.layout.global_address[name], self.layout.tensors[name].elements)
+                   for name in (*self.layout.inputs, *self.layout.outputs)}
+        for lt in self.tasks:
+            if lt.kind == "mvm":
+                tensors[f"bias:{lt.layer.name}"] = (
+                    self.layout.global_address[f"bias:{lt.layer.name}"], lt.channels)
+        return Program(self.graph.name, self.target.name, self.mode,
+                       self.target.numerics.activation_bits,
+                       tuple(e.stream() for e in self.em), tuple(self.slots), constants,
+                       self.layout.global_elements,
+                       self._depth() if self.mode == "ht" else 1, tensors,
+                       tuple(lt.layer.name for lt in self.tasks),
+                       {lt.layer.name: lt.tasks for lt in self.tasks if lt.kind == "mvm"})
+
+
+def generate(graph: Graph, workload: Workload, mapping: Mapping, target: CrossbarTarget,
+             options: CodegenOptions | None = None) -> Program:
+    """The reference program for ``mapping`` in its mode ('ht' or 'll')."""
+    return _Generator(graph, workload, mapping, target, options or CodegenOptions()).program()

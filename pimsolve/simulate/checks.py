@@ -1,0 +1,334 @@
+"""The verifier: rejects a program that a real machine could not run as written.
+
+Checks, each naming core, instruction and layer:
+
+* ``crossbar-capacity``: more crossbars placed on a core than it has;
+* ``local-memory-capacity``: a local address beyond the core's local memory;
+* ``address``: a negative address, a global address beyond the program's global memory, an AG
+  slot or peer core that does not exist, an ``mvm`` on an AG of another core or past its rows;
+* ``windows``: a crossbar layer whose matrix rows are not each read exactly once per window
+  (a window computed zero or two times);
+* ``read-before-write``: an instruction reads local data no earlier instruction wrote, or whose
+  writer (a recv included) it does not wait for;
+* ``overwrite-live``: an instruction overwrites data an earlier reader has not been ordered
+  before (the latest reader of each element is checked);
+* ``unmatched``: a send without its recv (or the reverse), or a length / tag mismatch;
+* ``deadlock``: communication that cannot complete under the target's sync / async semantics;
+* ``unprogrammed``: an ``mvm`` on an array group that is neither preloaded nor programmed by an
+  earlier ``prog``.
+
+"Ordered before" is the dependency rule of ``ir.program``: waiting on ``j`` covers every earlier
+instruction on ``j``'s unit, and instructions of one unit never overlap.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from pimsolve.ir.program import UNARY, Op, Program, VecOp, units
+from pimsolve.target import CrossbarTarget
+
+__all__ = ["Violation", "CheckReport", "verify"]
+
+MAX_REPORTED = 50
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One defect, located."""
+
+    kind: str
+    core: int
+    instruction: int
+    layer: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The verifier's verdict."""
+
+    passed: bool
+    violations: tuple[Violation, ...]
+    """At most ``MAX_REPORTED`` per kind."""
+
+
+class _Collector:
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.found: list[Violation] = []
+        self.per_kind: dict[str, int] = {}
+
+    def add(self, kind: str, core: int, i: int, message: str, layer: str | None = None) -> None:
+        n = self.per_kind.get(kind, 0)
+        self.per_kind[kind] = n + 1
+        if n >= MAX_REPORTED:
+            return
+        if layer is None and i >= 0:
+            tag = int(self.program.cores[core].tags[i])
+            layer = self.program.layers[tag] if tag >= 0 else None
+        where = f"core {core} instruction {i}" if i >= 0 else f"core {core}"
+        op = Op(int(self.program.cores[core].code[i, 0])).name.lower() if i >= 0 else ""
+        text = f"{where} ({op}{', layer ' + layer if layer else ''}): {message}"
+        self.found.append(Violation(kind, core, i, layer, text))
+
+
+def _operands(row: list[int]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Local (start, length) read and written by one instruction."""
+    op, a, b, c, d, e = row
+    if op == Op.MVM:
+        return [(c, e)], []  # the output length comes from the AG slot
+    if op == Op.VEC:
+        reads = [(c, e)] if a in UNARY else [(c, e), (d, e)]
+        return reads, [(b, e)]
+    if op == Op.COPY:
+        return [(c, e)], [(b, e)]
+    if op in (Op.WRITE, Op.LOAD, Op.RECV):
+        return [], [(b, e)]
+    if op in (Op.STORE, Op.SEND):
+        return [(c, e)], []
+    return [], []
+
+
+def _covered(i: int, j: int, unit: np.ndarray, deps: np.ndarray) -> bool:
+    """Is instruction ``j`` (earlier, same core) ordered before instruction ``i``?"""
+    if unit[i] == unit[j]:
+        return True
+    same = deps[unit[deps] == unit[j]] if len(deps) else deps
+    return bool(len(same)) and int(same.max()) >= j
+
+
+def verify(program: Program, target: CrossbarTarget) -> CheckReport:
+    """Every check above; ``passed`` is False when any violation is found."""
+    out = _Collector(program)
+    slots = program.array_groups
+    n_cores = len(program.cores)
+    capacity = int(target.core.local_memory.size_kib * 1024 * 8 // program.element_bits)
+    used: dict[int, int] = {}
+    for s, g in enumerate(slots):
+        if not 0 <= g.core < n_cores:
+            out.add("address", 0, -1, f"AG slot {s} sits on core {g.core}, which does not exist",
+                    g.layer)
+            continue
+        used[g.core] = used.get(g.core, 0) + g.crossbars
+    for core, n in sorted(used.items()):
+        if n > target.core.crossbars:
+            out.add("crossbar-capacity", core, -1, f"{n} crossbars placed, the core has "
+                    f"{target.core.crossbars}")
+    _check_windows(program, out)
+    for c, stream in enumerate(program.cores):
+        _check_core(program, target, c, stream, capacity, out)
+    _check_communication(program, target, out)
+    return CheckReport(not out.found, tuple(out.found))
+
+
+def _check_windows(program: Program, out: _Collector) -> None:
+    height: dict[tuple[str, int], int] = {}
+    for g in program.array_groups:
+        key = (g.layer, g.matrix)
+        height[key] = max(height.get(key, 0), g.row_start + g.rows)
+    rows_read = {key: np.zeros(h, dtype=np.int64) for key, h in height.items()}
+    for stream in program.cores:
+        code = stream.code
+        mvm = code[code[:, 0] == Op.MVM]
+        for s, first, n in zip(mvm[:, 1].tolist(), mvm[:, 4].tolist(), mvm[:, 5].tolist(),
+                               strict=True):
+            if 0 <= s < len(program.array_groups):
+                g = program.array_groups[s]
+                rows_read[(g.layer, g.matrix)][g.row_start + first:g.row_start + first + n] += 1
+    for (layer, matrix), counts in rows_read.items():
+        want = program.windows.get(layer)
+        if want is None:
+            continue
+        bad = np.flatnonzero(counts != want)
+        if len(bad):
+            r = int(bad[0])
+            out.add("windows", 0, -1, f"matrix {matrix} row {r} is read {int(counts[r])} times "
+                    f"for {want} windows: a window is computed zero or two times", layer)
+
+
+def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capacity: int,
+                out: _Collector) -> None:
+    code = stream.code
+    n = len(code)
+    if n == 0:
+        return
+    unit = units(code)
+    slots = program.array_groups
+    top = 0
+    rows = code.tolist()
+    for i, row in enumerate(rows):
+        reads, writes = _operands(row)
+        if row[0] == Op.MVM and 0 <= row[1] < len(slots):
+            writes = [(row[2], slots[row[1]].cols)]
+        for start, length in reads + writes:
+            if start < 0 or length < 0:
+                out.add("address", c, i, f"negative local address or length ({start}, {length})")
+            top = max(top, start + length)
+    if top > capacity:
+        first = next(i for i, row in enumerate(rows)
+                     if any(s + ln > capacity for s, ln in sum(_operands(row), [])))
+        out.add("local-memory-capacity", c, first, f"uses local addresses up to {top}, the core "
+                f"has {capacity} elements ({target.core.local_memory.size_kib} KiB)")
+    writer = np.full(max(top, 1), -1, dtype=np.int64)
+    reader = np.full(max(top, 1), -1, dtype=np.int64)
+    programmed: set[int] = set()
+    for i, row in enumerate(rows):
+        op, a, b, cc, d, e = row
+        deps = stream.deps_of(i)
+        if op in (Op.MVM, Op.PROG):
+            if not 0 <= a < len(slots):
+                out.add("address", c, i, f"AG slot {a} does not exist")
+                continue
+            g = slots[a]
+            if g.core != c:
+                out.add("address", c, i, f"AG slot {a} ({g.layer} replica {g.replica} AG "
+                        f"{g.ag}) sits on core {g.core}", g.layer)
+            if op == Op.PROG:
+                programmed.add(a)
+                continue
+            if d < 0 or d + e > g.rows:
+                out.add("address", c, i, f"rows [{d}, {d + e}) outside AG slot {a}'s "
+                        f"{g.rows} rows", g.layer)
+            if not g.preloaded and a not in programmed:
+                out.add("unprogrammed", c, i, f"AG slot {a} ({g.layer} replica {g.replica} AG "
+                        f"{g.ag}) is used before its weights are programmed", g.layer)
+        if op in (Op.LOAD, Op.STORE):
+            gaddr = cc if op == Op.LOAD else b
+            if gaddr < 0 or gaddr + e > program.global_elements:
+                out.add("address", c, i, f"global range [{gaddr}, {gaddr + e}) outside the "
+                        f"program's {program.global_elements} elements")
+        if op in (Op.SEND, Op.RECV) and not 0 <= a < len(program.cores):
+            out.add("address", c, i, f"peer core {a} does not exist")
+        if op == Op.VEC and not 0 <= a < len(VecOp):
+            out.add("address", c, i, f"unknown vector op {a}")
+        if op in (Op.VEC, Op.WRITE) and (a == VecOp.SCALE or op == Op.WRITE) and not \
+                0 <= d < len(program.constants):
+            out.add("address", c, i, f"constant {d} does not exist")
+        reads, writes = _operands(row)
+        if op == Op.MVM:
+            writes = [(b, slots[a].cols)]
+        for start, length in reads:
+            if start < 0 or length <= 0:
+                continue
+            seen = writer[start:start + length]
+            if (seen < 0).any():
+                k = start + int(np.flatnonzero(seen < 0)[0])
+                out.add("read-before-write", c, i, f"reads local address {k}, which nothing "
+                        "wrote before")
+                continue
+            for j in np.unique(seen).tolist():
+                if not _covered(i, j, unit, deps):
+                    kind = Op(int(code[j, 0])).name.lower()
+                    out.add("read-before-write", c, i, f"reads what instruction {j} ({kind}) "
+                            "writes without waiting for it")
+                    break
+        for start, length in writes:
+            if start < 0 or length <= 0:
+                continue
+            last = reader[start:start + length]
+            j = int(last.max())
+            if j >= 0 and not _covered(i, j, unit, deps):
+                out.add("overwrite-live", c, i, f"overwrites local data instruction {j} "
+                        f"({Op(int(code[j, 0])).name.lower()}) reads, without waiting for it")
+        for start, length in reads:
+            if start >= 0 and length > 0:
+                reader[start:start + length] = i
+        for start, length in writes:
+            if start >= 0 and length > 0:
+                writer[start:start + length] = i
+                reader[start:start + length] = -1
+
+
+def _check_communication(program: Program, target: CrossbarTarget, out: _Collector) -> None:
+    n_cores = len(program.cores)
+    comm = []
+    for stream in program.cores:
+        code = stream.code
+        idx = np.flatnonzero(np.isin(code[:, 0], (Op.SEND, Op.RECV, Op.BARRIER)))
+        comm.append([(int(i), *code[i, [0, 1, 3, 4, 5]].tolist()) for i in idx])
+    sends: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    recvs: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+    for c, items in enumerate(comm):
+        for i, op, peer, _, tag, length in items:
+            if op == Op.SEND:
+                sends.setdefault((c, peer), []).append((i, tag, length))
+            elif op == Op.RECV:
+                recvs.setdefault((peer, c), []).append((i, tag, length))
+    matched = True
+    for key in sorted(set(sends) | set(recvs)):
+        s, r = sends.get(key, []), recvs.get(key, [])
+        src, dst = key
+        for (i, _, ls), (j, _, lr) in zip(s, r, strict=False):
+            if ls != lr:
+                out.add("unmatched", dst, j, f"receives {lr} elements from core {src}, whose "
+                        f"matching send (instruction {i}) sends {ls}")
+                matched = False
+        for i, _, _ in s[len(r):]:
+            out.add("unmatched", src, i, f"send to core {dst} has no matching recv")
+            matched = False
+        for j, _, _ in r[len(s):]:
+            out.add("unmatched", dst, j, f"recv from core {src} has no matching send")
+            matched = False
+    if not matched:
+        return
+    # untimed replay of the blocking rules: who can make progress?
+    sync = target.chip.interconnect.communication == "sync"
+    pc = [0] * n_cores
+    queues: dict[tuple[int, int], deque] = {}
+    at_barrier: dict[int, set[int]] = {}
+    progress = True
+    while progress:
+        progress = False
+        for c in range(n_cores):
+            while pc[c] < len(comm[c]):
+                i, op, peer, _, _, _ = comm[c][pc[c]]
+                if op == Op.BARRIER:
+                    at_barrier.setdefault(peer, set()).add(c)
+                    if len(at_barrier[peer]) < n_cores:
+                        break
+                    for k in at_barrier.pop(peer):
+                        pc[k] += 1
+                    progress = True
+                    continue
+                if op == Op.SEND:
+                    q = queues.setdefault((c, peer), deque())
+                    if sync:
+                        if q and q[0] == "recv":
+                            q.popleft()
+                            pc[c] += 1
+                            pc[peer] += 1
+                            progress = True
+                            continue
+                        if "send" not in q:
+                            q.append("send")
+                        break
+                    q.append("data")
+                    pc[c] += 1
+                    progress = True
+                    continue
+                q = queues.setdefault((peer, c), deque())
+                if sync:
+                    if q and q[0] == "send":
+                        q.popleft()
+                        pc[c] += 1
+                        pc[peer] += 1
+                        progress = True
+                        continue
+                    if "recv" not in q:
+                        q.append("recv")
+                    break
+                if not q:
+                    break
+                q.popleft()
+                pc[c] += 1
+                progress = True
+    for c in range(n_cores):
+        if pc[c] < len(comm[c]):
+            i, op, peer, _, _, _ = comm[c][pc[c]]
+            what = f"barrier {peer}" if op == Op.BARRIER else f"core {peer}"
+            out.add("deadlock", c, i, f"blocked forever waiting on {what} (communication "
+                    "deadlock)")

@@ -1,0 +1,311 @@
+"""The judge's clock: a deterministic, exact simulation of a Program on a crossbar target.
+
+The model (documented in ``formulations/simulator.md``), per core:
+
+* Units: every array group, the vector unit, the local-memory port (copy, write), the
+  global-memory port (load, store), network out (send) and in (recv). A unit runs its
+  instructions one at a time in program order. Each core issues at most one ``mvm`` every
+  ``mvm_issue_interval_ns``.
+* An instruction starts when its dependencies have completed, its unit is free and (``load`` /
+  ``store``) the chip's global memory is free; an **in-order** core also never starts an
+  instruction before the previous one started (a stalled instruction blocks those behind it),
+  an **out-of-order** core does not wait for unrelated earlier instructions.
+* Durations: ``mvm`` ``mvm_latency_ns`` per block of ``parallel_rows`` rows; ``vec``
+  ``op_latency_ns`` per ``lanes`` elements; copy/write bytes / local bandwidth; load/store bytes
+  / global bandwidth (the chip's global memory serves one transfer at a time) plus its latency;
+  send bytes / link bandwidth plus ``hop_latency_ns`` per mesh hop (one hop on a bus, whose
+  bandwidth all cores of a chip share; between chips the off-chip link's bandwidth and latency).
+* **sync** communication: a send and its recv start together when both are ready, and both
+  block their cores until the data has arrived. **async**: a send occupies only the sender's
+  network port; the recv completes when the data arrives.
+* A barrier completes when every core has reached it and finished all earlier instructions.
+
+Time is in nanoseconds (floats); the same Program gives the same Timeline, bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from pimsolve.errors import InputError
+from pimsolve.ir.program import FIXED_UNITS, Op, Program, units
+from pimsolve.target import CrossbarTarget
+
+__all__ = ["Timeline", "run", "hops", "Deadlock"]
+
+
+class Deadlock(InputError):
+    """The program's communication cannot complete (a cycle of blocked cores)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Timeline:
+    """Start and end (ns) of every instruction, per core."""
+
+    start: tuple[np.ndarray, ...]
+    end: tuple[np.ndarray, ...]
+    makespan_ns: float
+    origin_ns: float
+    """End of the last barrier 0 (weight programming before the inference), else 0."""
+
+
+def hops(target: CrossbarTarget, a: int, b: int) -> int:
+    """Network hops between cores ``a`` and ``b`` of one chip (1 on a bus)."""
+    net = target.chip.interconnect
+    if net.topology == "bus":
+        return 1
+    n = target.chip.cores
+    cols = net.mesh_columns or math.ceil(math.sqrt(n))
+    a, b = a % n, b % n
+    return abs(a // cols - b // cols) + abs(a % cols - b % cols)
+
+
+def _durations(code: np.ndarray, program: Program, target: CrossbarTarget) -> np.ndarray:
+    """Unit occupancy (ns) of each instruction; sends get their serialization time."""
+    ops, e = code[:, 0], code[:, 5].astype(np.float64)
+    nbytes = e * program.element_bits / 8
+    xb, core = target.crossbar, target.core
+    dur = np.zeros(len(code))
+    mvm = ops == Op.MVM
+    dur[mvm] = xb.mvm_latency_ns * np.ceil(e[mvm] / xb.parallel_rows)
+    vec = ops == Op.VEC
+    dur[vec] = core.vector_unit.op_latency_ns * np.ceil(e[vec] / core.vector_unit.lanes)
+    local = (ops == Op.COPY) | (ops == Op.WRITE)
+    dur[local] = nbytes[local] / core.local_memory.bandwidth_gb_per_s
+    glob = (ops == Op.LOAD) | (ops == Op.STORE)
+    dur[glob] = nbytes[glob] / target.chip.global_memory.bandwidth_gb_per_s
+    prog = ops == Op.PROG
+    if prog.any():
+        dur[prog] = xb.device.write_latency_ns * xb.rows
+    return dur
+
+
+def run(program: Program, target: CrossbarTarget) -> Timeline:
+    """Simulate ``program``; raises Deadlock if its communication cannot complete."""
+    n_cores = len(program.cores)
+    if n_cores != target.cores:
+        raise InputError(f"program has {n_cores} cores, target {target.name} has "
+                         f"{target.cores}")
+    in_order = target.core.execution == "in_order"
+    sync = target.chip.interconnect.communication == "sync"
+    interval = target.core.mvm_issue_interval_ns
+    gm_latency = target.chip.global_memory.latency_ns
+    per_chip = target.chip.cores
+    net = target.chip.interconnect
+    link_bw = net.bandwidth_gb_per_s
+    bus = net.topology == "bus"
+    off = target.off_chip
+    byte_per_el = program.element_bits / 8
+
+    ops, ee, aa, dur, unit, ptr, flat = [], [], [], [], [], [], []
+    n_slots = len(program.array_groups)
+    for c, s in enumerate(program.cores):
+        ops.append(s.code[:, 0].tolist())
+        aa.append(s.code[:, 1].tolist())
+        ee.append(s.code[:, 5].tolist())
+        dur.append(_durations(s.code, program, target).tolist())
+        u = units(s.code)
+        glob = np.where(u >= FIXED_UNITS, n_cores * FIXED_UNITS + (u - FIXED_UNITS),
+                        c * FIXED_UNITS + u)
+        unit.append(glob.tolist())
+        ptr.append(s.dep_ptr.tolist())
+        flat.append(s.deps.tolist())
+    count = [len(o) for o in ops]
+    start = [[0.0] * n for n in count]
+    end = [[0.0] * n for n in count]
+    ufree = [0.0] * (n_cores * FIXED_UNITS + n_slots)
+    gm_free = [0.0] * target.chips
+    bus_free = [0.0] * target.chips
+    off_free = [0.0]
+    pc = [0] * n_cores
+    last = [0.0] * n_cores
+    fence = [0.0] * n_cores
+    mvm_next = [0.0] * n_cores
+    latest = [0.0] * n_cores
+    waiting = [False] * n_cores
+    channels: dict[tuple[int, int], deque] = {}
+    barrier: dict[int, list[tuple[int, float]]] = {}
+    origin = [0.0]
+
+    def ready(c: int, i: int) -> float:
+        t = fence[c]
+        if in_order and last[c] > t:
+            t = last[c]
+        end_c, flat_c = end[c], flat[c]
+        for k in range(ptr[c][i], ptr[c][i + 1]):
+            x = end_c[flat_c[k]]
+            if x > t:
+                t = x
+        return t
+
+    def wire(src: int, dst: int, elements: int, t: float) -> tuple[float, float]:
+        """Start and arrival of a transfer ready at ``t``; books the shared links."""
+        nbytes = elements * byte_per_el
+        u = src * FIXED_UNITS + 3
+        if ufree[u] > t:
+            t = ufree[u]
+        if src // per_chip != dst // per_chip:
+            if off_free[0] > t:
+                t = off_free[0]
+            busy = nbytes / off.bandwidth_gb_per_s
+            off_free[0] = ufree[u] = t + busy
+            return t, t + busy + off.latency_ns
+        busy = nbytes / link_bw
+        if bus:
+            chip = src // per_chip
+            if bus_free[chip] > t:
+                t = bus_free[chip]
+            bus_free[chip] = t + busy
+        ufree[u] = t + busy
+        return t, t + busy + net.hop_latency_ns * hops(target, src, dst)
+
+    def finish(c: int, i: int, t: float, f: float) -> None:
+        start[c][i], end[c][i] = t, f
+        last[c] = t
+        if f > latest[c]:
+            latest[c] = f
+        pc[c] = i + 1
+        waiting[c] = False
+
+    def communicate(c: int, i: int) -> bool:
+        """Handle send / recv / barrier at pc; False when the core must wait."""
+        op = ops[c][i]
+        if op == Op.BARRIER:
+            if waiting[c]:
+                return False
+            bid = aa[c][i]
+            t = max(ready(c, i), latest[c])
+            arrived = barrier.setdefault(bid, [])
+            arrived.append((c, t))
+            waiting[c] = True
+            if len(arrived) < n_cores:
+                return False
+            release = max(x for _, x in arrived)
+            for k, x in arrived:
+                finish(k, pc[k], x, release)
+                fence[k] = release
+            if bid == 0:
+                origin[0] = release
+            del barrier[bid]
+            return True
+        peer = aa[c][i]
+        if op == Op.SEND:
+            key = (c, peer)
+            if sync:
+                if waiting[c]:
+                    return False
+                q = channels.setdefault(key, deque())
+                if q and q[0][0] == "recv":
+                    _, j, tr = q.popleft()
+                    t0, arrive = wire(c, peer, ee[c][i], max(ready(c, i), tr))
+                    finish(c, i, t0, arrive)
+                    fence[c] = arrive
+                    finish(peer, j, t0, arrive)
+                    fence[peer] = arrive
+                    return True
+                q.append(("send", i, ready(c, i)))
+                waiting[c] = True
+                return False
+            t0, arrive = wire(c, peer, ee[c][i], ready(c, i))
+            channels.setdefault(key, deque()).append(("data", arrive, 0.0))
+            finish(c, i, t0, ufree[c * FIXED_UNITS + 3])
+            return True
+        key = (peer, c)
+        q = channels.setdefault(key, deque())
+        if sync:
+            if waiting[c]:
+                return False
+            if q and q[0][0] == "send":
+                _, j, ts = q.popleft()
+                t0, arrive = wire(peer, c, ee[c][i], max(ready(c, i), ts))
+                finish(c, i, t0, arrive)
+                fence[c] = arrive
+                finish(peer, j, t0, arrive)
+                fence[peer] = arrive
+                return True
+            q.append(("recv", i, ready(c, i)))
+            waiting[c] = True
+            return False
+        if not q:
+            return False
+        _, arrive, _ = q.popleft()
+        t = ready(c, i)
+        finish(c, i, t, arrive if arrive > t else t)
+        return True
+
+    def advance(c: int) -> bool:
+        i, n = pc[c], count[c]
+        if i >= n:
+            return False
+        moved = False
+        ops_c, dur_c, unit_c, ptr_c, flat_c = ops[c], dur[c], unit[c], ptr[c], flat[c]
+        end_c, start_c = end[c], start[c]
+        chip = c // per_chip
+        t_last, t_fence, t_mvm, t_latest = last[c], fence[c], mvm_next[c], latest[c]
+        while i < n:
+            op = ops_c[i]
+            if op >= 6 and op != 8:  # send, recv, barrier
+                last[c], mvm_next[c], latest[c], pc[c] = t_last, t_mvm, t_latest, i
+                if not communicate(c, i):
+                    return moved
+                moved = True
+                i = pc[c]
+                t_last, t_fence, t_latest = last[c], fence[c], latest[c]
+                continue
+            t = t_fence
+            if in_order and t_last > t:
+                t = t_last
+            for k in range(ptr_c[i], ptr_c[i + 1]):
+                x = end_c[flat_c[k]]
+                if x > t:
+                    t = x
+            u = unit_c[i]
+            x = ufree[u]
+            if x > t:
+                t = x
+            d = dur_c[i]
+            if op == 0:
+                if t_mvm > t:
+                    t = t_mvm
+                t_mvm = t + interval
+                f = t + d
+                ufree[u] = f
+            elif op == 4 or op == 5:
+                x = gm_free[chip]
+                if x > t:
+                    t = x
+                gm_free[chip] = ufree[u] = t + d
+                f = t + d + gm_latency
+            else:
+                f = t + d
+                ufree[u] = f
+            start_c[i] = t
+            end_c[i] = f
+            t_last = t
+            if f > t_latest:
+                t_latest = f
+            i += 1
+            moved = True
+        last[c], mvm_next[c], latest[c], pc[c] = t_last, t_mvm, t_latest, i
+        return moved
+
+    progress = True
+    while progress:
+        progress = False
+        for c in range(n_cores):
+            if advance(c):
+                progress = True
+    stuck = [c for c in range(n_cores) if pc[c] < count[c]]
+    if stuck:
+        c = stuck[0]
+        i = pc[c]
+        raise Deadlock(f"communication deadlock: {len(stuck)} cores blocked, e.g. core {c} "
+                       f"at instruction {i} ({Op(ops[c][i]).name.lower()} "
+                       f"{'core ' + str(aa[c][i]) if ops[c][i] != Op.BARRIER else ''})".strip())
+    makespan = max(latest) if latest else 0.0
+    return Timeline(tuple(np.array(s) for s in start), tuple(np.array(e) for e in end),
+                    makespan, origin[0])

@@ -1,0 +1,1 @@
+"""Step 3 of the flow: each compilation decision as instance, formulations, fallbacks, decode."""
