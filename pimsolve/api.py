@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import onnx
 
 from pimsolve.codegen.generate import generate
@@ -34,7 +35,8 @@ from pimsolve.stages.placement import reference_mapping
 from pimsolve.target import CrossbarTarget, DramPimTarget, load_target
 
 __all__ = ["Inspection", "inspect_model", "resolve_model", "MapResult", "map_model",
-           "write_map_outputs", "simulate_saved", "MODES"]
+           "write_map_outputs", "simulate_saved", "MODES", "FunctionalCheck",
+           "functional_check"]
 
 MODES = {"latency": "ll", "throughput": "ht", "energy": "ht", "edp": "ht"}
 """The mode each objective implies unless ``mode`` says otherwise."""
@@ -216,3 +218,52 @@ def simulate_saved(directory: str | Path, *, target: str | Path | None = None,
         except ValueError:
             solves = []
     return score(mapping, program, loaded, solves, check_only=check_only)
+
+
+@dataclass(frozen=True)
+class FunctionalCheck:
+    """The program's outputs against onnxruntime's, per graph output."""
+
+    max_abs_error: float
+    max_rel_error: float
+    """Max abs error over the max magnitude of the reference output."""
+    outputs: dict[str, tuple[np.ndarray, np.ndarray]]
+    """Output name -> (program result, onnxruntime result), ONNX shapes."""
+
+
+def functional_check(model: str | Path | onnx.ModelProto, *,
+                     target: str | Path | CrossbarTarget, mode: str = "ll", seed: int = 0,
+                     quantize: bool = False) -> FunctionalCheck:
+    """Map ``model`` with the reference mapping, run the program on real numbers (weights
+    from the file, seeded inputs) and compare with onnxruntime."""
+    from pimsolve.codegen.contents import crossbar_blocks, from_stored, global_image
+    from pimsolve.frontend.reference import reference_outputs, seeded_inputs
+    from pimsolve.frontend.weights import layer_weights
+    from pimsolve.simulate.execute import Quantization, execute
+
+    loaded = _crossbar_target(target)
+    source = resolve_model(model) if isinstance(model, (str, Path)) else model
+    inspection = inspect_model(source, target=loaded)
+    graph, workload = inspection.graph, inspection.workload
+    mapping = reference_mapping(workload, loaded, mode)
+    program = generate(graph, workload, mapping, loaded)
+    weights = {k: (w.weight, w.bias) for k, w in layer_weights(source, graph, seed=seed).items()}
+    inputs = seeded_inputs(source, {t.name: t.shape for t in graph.inputs}, seed)
+    memory = global_image(program, inputs, weights)
+    q = Quantization(loaded.numerics.weight_bits, loaded.numerics.activation_bits,
+                     loaded.crossbar.cell_bits) if quantize else None
+    execute(program, crossbar_blocks(graph, program, weights), memory, quantize=q,
+            cycles=program.pipeline_depth if program.mode == "ht" else 1)
+    expected = reference_outputs(source, inputs)
+    outputs, worst_abs, worst_rel = {}, 0.0, 0.0
+    for t in graph.outputs:
+        address, size = program.tensors[t.name] if t.name in program.tensors else \
+            program.tensors[next(iter(n for n in program.tensors if not n.startswith("bias:")
+                                      and n not in inputs))]
+        got = from_stored(memory[address:address + size], t.shape)
+        want = np.asarray(expected[t.name], dtype=np.float64)
+        err = float(np.abs(got - want).max())
+        worst_abs = max(worst_abs, err)
+        worst_rel = max(worst_rel, err / max(float(np.abs(want).max()), 1e-30))
+        outputs[t.name] = (got, want)
+    return FunctionalCheck(worst_abs, worst_rel, outputs)

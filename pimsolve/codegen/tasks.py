@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from pimsolve.codegen.layout import Layout
 from pimsolve.errors import InputError
 from pimsolve.ir import Layer, LayerKind
 from pimsolve.ir.program import VecOp
 
-__all__ = ["LayerTasks", "layer_tasks", "Piece", "slice_pieces"]
+__all__ = ["LayerTasks", "layer_tasks", "Piece", "slice_pieces", "weight_matrices"]
 
 Piece = tuple[int, int, int]
 """(pixel of the input tensor or -1 for padding, first channel, length)."""
@@ -170,3 +172,29 @@ def layer_tasks(layer: Layer, layout: Layout) -> LayerTasks:
                           1 if vec is VecOp.RELU else repeat)
     raise InputError(f"layer {layer.name}: codegen cannot emit {op} with input shapes "
                      f"{[list(t.shape) for t in same]} and output {list(out.shape)} yet")
+
+
+def weight_matrices(lt: LayerTasks, layout: Layout, weight: np.ndarray) -> list[np.ndarray]:
+    """The P matrices (H x W) of a crossbar layer, rows in this module's im2col order.
+
+    Conv weights (O, I/g, kh, kw) become rows ordered (kernel row, kernel column, channel); a
+    GEMM whose input is a flattened NCHW tensor gets its rows permuted from ONNX's (C, H, W)
+    order to the (H, W, C) order the pixels are stored in.
+    """
+    m = lt.layer.mvm
+    if lt.layer.kind is LayerKind.CONV:
+        o = weight.shape[0]
+        og = o // m.groups
+        return [weight[g * og:(g + 1) * og].transpose(2, 3, 1, 0).reshape(-1, og)
+                for g in range(m.groups)]
+    src = layout.tensors[lt.inputs[0]]
+    viewed = lt.layer.inputs[0].shape
+    k = weight.shape[0]
+    if len(src.shape) == 4 and src.height * src.width > 1 and tuple(viewed) != src.shape:
+        c, h, w = src.channels, src.height, src.width
+        if k != c * h * w:
+            raise InputError(f"layer {lt.layer.name}: cannot reorder the weights of a GEMM "
+                             f"over a reshaped {list(src.shape)} tensor")
+        order = np.arange(k).reshape(c, h, w).transpose(1, 2, 0).reshape(-1)
+        return [weight[order]]
+    return [weight]
