@@ -70,7 +70,7 @@ def _durations(code: np.ndarray, program: Program, target: CrossbarTarget) -> np
     nbytes = e * program.element_bits / 8
     xb, core = target.crossbar, target.core
     dur = np.zeros(len(code))
-    mvm = ops == Op.MVM
+    mvm = ops == 0
     dur[mvm] = xb.mvm_latency_ns * np.ceil(e[mvm] / xb.parallel_rows)
     vec = ops == Op.VEC
     dur[vec] = core.vector_unit.op_latency_ns * np.ceil(e[vec] / core.vector_unit.lanes)
@@ -130,6 +130,13 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
     channels: dict[tuple[int, int], deque] = {}
     barrier: dict[int, list[tuple[int, float]]] = {}
     origin = [0.0]
+    work = deque(range(n_cores))
+    queued = [True] * n_cores
+
+    def wake(k: int) -> None:
+        if not queued[k]:
+            queued[k] = True
+            work.append(k)
 
     def ready(c: int, i: int) -> float:
         t = fence[c]
@@ -178,7 +185,7 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
             if waiting[c]:
                 return False
             bid = aa[c][i]
-            t = max(ready(c, i), latest[c])
+            t = max(ready(c, i), latest[c], max(end[c][:i], default=0.0))
             arrived = barrier.setdefault(bid, [])
             arrived.append((c, t))
             waiting[c] = True
@@ -188,6 +195,7 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
             for k, x in arrived:
                 finish(k, pc[k], x, release)
                 fence[k] = release
+                wake(k)
             if bid == 0:
                 origin[0] = release
             del barrier[bid]
@@ -206,12 +214,15 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                     fence[c] = arrive
                     finish(peer, j, t0, arrive)
                     fence[peer] = arrive
+                    wake(peer)
                     return True
                 q.append(("send", i, ready(c, i)))
                 waiting[c] = True
+                wake(peer)
                 return False
             t0, arrive = wire(c, peer, ee[c][i], ready(c, i))
             channels.setdefault(key, deque()).append(("data", arrive, 0.0))
+            wake(peer)
             finish(c, i, t0, ufree[c * FIXED_UNITS + 3])
             return True
         key = (peer, c)
@@ -226,9 +237,11 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 fence[c] = arrive
                 finish(peer, j, t0, arrive)
                 fence[peer] = arrive
+                wake(peer)
                 return True
             q.append(("recv", i, ready(c, i)))
             waiting[c] = True
+            wake(peer)
             return False
         if not q:
             return False
@@ -245,16 +258,16 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
         ops_c, dur_c, unit_c, ptr_c, flat_c = ops[c], dur[c], unit[c], ptr[c], flat[c]
         end_c, start_c = end[c], start[c]
         chip = c // per_chip
-        t_last, t_fence, t_mvm, t_latest = last[c], fence[c], mvm_next[c], latest[c]
+        t_last, t_fence, t_mvm = last[c], fence[c], mvm_next[c]
         while i < n:
             op = ops_c[i]
             if op >= 6 and op != 8:  # send, recv, barrier
-                last[c], mvm_next[c], latest[c], pc[c] = t_last, t_mvm, t_latest, i
+                last[c], mvm_next[c], pc[c] = t_last, t_mvm, i
                 if not communicate(c, i):
                     return moved
                 moved = True
                 i = pc[c]
-                t_last, t_fence, t_latest = last[c], fence[c], latest[c]
+                t_last, t_fence = last[c], fence[c]
                 continue
             t = t_fence
             if in_order and t_last > t:
@@ -286,19 +299,15 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
             start_c[i] = t
             end_c[i] = f
             t_last = t
-            if f > t_latest:
-                t_latest = f
             i += 1
             moved = True
-        last[c], mvm_next[c], latest[c], pc[c] = t_last, t_mvm, t_latest, i
+        last[c], mvm_next[c], pc[c] = t_last, t_mvm, i
         return moved
 
-    progress = True
-    while progress:
-        progress = False
-        for c in range(n_cores):
-            if advance(c):
-                progress = True
+    while work:  # a core runs until it blocks; a send or a barrier wakes who waits on it
+        c = work.popleft()
+        queued[c] = False
+        advance(c)
     stuck = [c for c in range(n_cores) if pc[c] < count[c]]
     if stuck:
         c = stuck[0]
@@ -306,6 +315,6 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
         raise Deadlock(f"communication deadlock: {len(stuck)} cores blocked, e.g. core {c} "
                        f"at instruction {i} ({Op(ops[c][i]).name.lower()} "
                        f"{'core ' + str(aa[c][i]) if ops[c][i] != Op.BARRIER else ''})".strip())
-    makespan = max(latest) if latest else 0.0
+    makespan = max((max(e) for e in end if e), default=0.0)
     return Timeline(tuple(np.array(s) for s in start), tuple(np.array(e) for e in end),
                     makespan, origin[0])

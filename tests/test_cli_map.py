@@ -1,0 +1,92 @@
+"""`pimsolve map --engine none` and `pimsolve simulate DIR`: files, schemas, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+
+from pimsolve.ir.mapping import Mapping
+from pimsolve.ir.program import Program
+from pimsolve.ir.serialize import from_json
+from tests.simulate.test_functional import conv_relu_pool_fc
+from tests.test_cli import assert_one_line_error, run
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("model") / "crpf.onnx"
+    onnx.save(conv_relu_pool_fc(), path)
+    return path
+
+
+@pytest.mark.parametrize("objective,mode", [("latency", "ll"), ("throughput", "ht")])
+def test_map_writes_mapping_report_and_program(capsys, tmp_path: Path, model_file: Path,
+                                               objective: str, mode: str) -> None:
+    out = tmp_path / "out"
+    code, stdout, _ = run(capsys, "map", str(model_file), "--target", "puma", "--objective",
+                          objective, "--out", str(out), "--json")
+    assert code == 0
+    report = json.loads(stdout)
+    assert report == json.loads((out / "report.json").read_text())
+    assert report["schema_version"] == 1 and report["mode"] == mode
+    for key in ("latency_s", "throughput_per_s", "energy_j"):
+        assert report["metrics"][key] > 0
+        assert report["bounds"][key] > 0
+    # the bounds are bounds: nothing beats them
+    assert report["metrics"]["latency_s"] >= report["bounds"]["latency_s"]
+    assert report["metrics"]["throughput_per_s"] <= report["bounds"]["throughput_per_s"]
+    assert report["metrics"]["energy_j"] >= report["bounds"]["energy_j"]
+    assert report["checks"] == {"passed": True, "violations": []}
+    assert [s["stage"] for s in report["solves"]] == ["placement"]
+    assert report["solves"][0]["status"] == "feasible"  # a heuristic is never "optimal"
+    mapping = from_json(Mapping, (out / "mapping.json").read_text())
+    assert mapping.engine == "none" and all(p.replication == 1 for p in mapping.layers)
+    program = Program.from_jsonl((out / "program.jsonl").read_text())
+    assert program.instructions == report["metrics"]["instructions"]
+    # re-scoring the saved files gives the same metrics, byte for byte
+    code, again, _ = run(capsys, "simulate", str(out), "--json")
+    assert code == 0 and json.loads(again)["metrics"] == report["metrics"]
+
+
+def test_map_is_deterministic(capsys, tmp_path: Path, model_file: Path) -> None:
+    for name in ("a", "b"):
+        assert run(capsys, "map", str(model_file), "-t", "isaac", "--out",
+                   str(tmp_path / name))[0] == 0
+    for file in ("mapping.json", "report.json", "program.jsonl"):
+        first = (tmp_path / "a" / file).read_text()
+        second = (tmp_path / "b" / file).read_text()
+        if file == "report.json":  # the solve's wall time is the only clock in it
+            first, second = (json.dumps({k: v for k, v in json.loads(t).items()
+                                         if k != "solves"}) for t in (first, second))
+        assert first == second, file
+
+
+def test_simulate_check_rejects_a_corrupted_program(capsys, tmp_path: Path,
+                                                    model_file: Path) -> None:
+    out = tmp_path / "out"
+    assert run(capsys, "map", str(model_file), "-t", "isaac", "--out", str(out))[0] == 0
+    lines = (out / "program.jsonl").read_text().splitlines()
+    mvm = next(i for i, line in enumerate(lines) if '"op": "mvm"' in line)
+    del lines[mvm]
+    (out / "program.jsonl").write_text("\n".join(lines) + "\n")
+    code, _, err = run(capsys, "simulate", str(out), "--check")
+    assert_one_line_error(code, err, "violations", "computed zero or two times")
+
+
+def test_map_bad_inputs_are_one_line_errors(capsys, tmp_path: Path, model_file: Path) -> None:
+    assert_one_line_error(*run(capsys, "map", str(model_file), "-t", "attacc")[::2],
+                          "DRAM-PIM")
+    assert_one_line_error(*run(capsys, "map", str(model_file), "-t", "isaac", "--engine",
+                               "cpsat")[::2], "not available")
+    assert_one_line_error(*run(capsys, "map", str(model_file), "-t", "isaac", "--objective",
+                               "speed")[::2], "objective")
+    assert_one_line_error(*run(capsys, "map", "vgg16", "-t", "compass-s")[::2],
+                          "partitioned")
+    assert_one_line_error(*run(capsys, "simulate", str(tmp_path / "nowhere"))[::2],
+                          "not a directory")
+    (tmp_path / "empty").mkdir()
+    assert_one_line_error(*run(capsys, "simulate", str(tmp_path / "empty"))[::2],
+                          "no mapping.json")
