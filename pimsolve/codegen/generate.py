@@ -199,10 +199,11 @@ class _Generator:
                 else:
                     em.emit(Op.COPY, 0, at, result.addr, 0, ag.cols, reads=(result,),
                             writes=(out,))
-                temp.append((home, result))
+                em.free(result)
             started.add(ag.matrix)
-        for c, buf in temp:
-            self.em[c].free(buf)
+            for c, buf in temp:
+                self.em[c].free(buf)
+            temp.clear()
         bias = self._bias(lt.layer.name, home, lt.channels)
         em.emit(Op.VEC, VecOp.ADD, out.addr, out.addr, bias.addr, lt.channels,
                 reads=(out, bias), writes=(out,))
