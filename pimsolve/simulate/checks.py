@@ -70,9 +70,12 @@ class _Collector:
         if layer is None and i >= 0:
             tag = int(self.program.cores[core].tags[i])
             layer = self.program.layers[tag] if tag >= 0 else None
-        where = f"core {core} instruction {i}" if i >= 0 else f"core {core}"
-        op = Op(int(self.program.cores[core].code[i, 0])).name.lower() if i >= 0 else ""
-        text = f"{where} ({op}{', layer ' + layer if layer else ''}): {message}"
+        if i >= 0:
+            op = Op(int(self.program.cores[core].code[i, 0])).name.lower()
+            where = f"core {core} instruction {i} ({op}{', layer ' + layer if layer else ''})"
+        else:
+            where = f"core {core}{' (layer ' + layer + ')' if layer else ''}"
+        text = f"{where}: {message}"
         self.found.append(Violation(kind, core, i, layer, text))
 
 
@@ -91,6 +94,14 @@ def _operands(row: list[int]) -> tuple[list[tuple[int, int]], list[tuple[int, in
     if op in (Op.STORE, Op.SEND):
         return [(c, e)], []
     return [], []
+
+
+def _touched(row: list[int], slots) -> list[tuple[int, int]]:
+    """Every local (start, length) one instruction reads or writes."""
+    reads, writes = _operands(row)
+    if row[0] == Op.MVM and 0 <= row[1] < len(slots):
+        writes = [(row[2], slots[row[1]].cols)]
+    return reads + writes
 
 
 def _covered(i: int, j: int, unit: np.ndarray, deps: np.ndarray) -> bool:
@@ -139,6 +150,9 @@ def _check_windows(program: Program, out: _Collector) -> None:
             if 0 <= s < len(program.array_groups):
                 g = program.array_groups[s]
                 rows_read[(g.layer, g.matrix)][g.row_start + first:g.row_start + first + n] += 1
+    home = {}
+    for g in program.array_groups:
+        home.setdefault((g.layer, g.matrix), g.core)
     for (layer, matrix), counts in rows_read.items():
         want = program.windows.get(layer)
         if want is None:
@@ -146,7 +160,7 @@ def _check_windows(program: Program, out: _Collector) -> None:
         bad = np.flatnonzero(counts != want)
         if len(bad):
             r = int(bad[0])
-            out.add("windows", 0, -1, f"matrix {matrix} row {r} is read {int(counts[r])} times "
+            out.add("windows", home[(layer, matrix)], -1, f"matrix {matrix} row {r} is read {int(counts[r])} times "
                     f"for {want} windows: a window is computed zero or two times", layer)
 
 
@@ -170,7 +184,7 @@ def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capaci
             top = max(top, start + length)
     if top > capacity:
         first = next(i for i, row in enumerate(rows)
-                     if any(s + ln > capacity for s, ln in sum(_operands(row), [])))
+                     if any(s + ln > capacity for s, ln in _touched(row, slots)))
         out.add("local-memory-capacity", c, first, f"uses local addresses up to {top}, the core "
                 f"has {capacity} elements ({target.core.local_memory.size_kib} KiB)")
     writer = np.full(max(top, 1), -1, dtype=np.int64)
@@ -262,10 +276,10 @@ def _check_communication(program: Program, target: CrossbarTarget, out: _Collect
     for key in sorted(set(sends) | set(recvs)):
         s, r = sends.get(key, []), recvs.get(key, [])
         src, dst = key
-        for (i, _, ls), (j, _, lr) in zip(s, r, strict=False):
-            if ls != lr:
-                out.add("unmatched", dst, j, f"receives {lr} elements from core {src}, whose "
-                        f"matching send (instruction {i}) sends {ls}")
+        for (i, ts, ls), (j, tr, lr) in zip(s, r, strict=False):
+            if ls != lr or ts != tr:
+                out.add("unmatched", dst, j, f"receives {lr} elements with tag {tr} from core "
+                        f"{src}, whose matching send (instruction {i}) sends {ls} with tag {ts}")
                 matched = False
         for i, _, _ in s[len(r):]:
             out.add("unmatched", src, i, f"send to core {dst} has no matching recv")

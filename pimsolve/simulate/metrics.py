@@ -101,9 +101,10 @@ def measure(program: Program, target: CrossbarTarget, timeline: Timeline) -> Met
         vec = ops == Op.VEC
         energy["vector_unit"] += float(e[vec].sum()) * core.vector_unit.energy_pj_per_op
         cols = np.array([g.cols for g in slots] + [0], dtype=np.float64)[slot]
+        unary = vec & np.isin(a, (VecOp.RELU, VecOp.SCALE, VecOp.OTHER))
         local = np.select(
-            [mvm, vec, ops == Op.COPY, ops == Op.BARRIER, ops == Op.PROG],
-            [e + cols, 3 * e, 2 * e, 0 * e, 0 * e], e)
+            [mvm, unary, vec, ops == Op.COPY, ops == Op.BARRIER, ops == Op.PROG],
+            [e + cols, 2 * e, 3 * e, 2 * e, 0 * e, 0 * e], e)
         energy["local_memory"] += float(local.sum()) * eb * core.local_memory.energy_pj_per_byte
         glob = (ops == Op.LOAD) | (ops == Op.STORE)
         g_bytes = float(e[glob].sum()) * eb

@@ -247,7 +247,12 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
             return False
         _, arrive, _ = q.popleft()
         t = ready(c, i)
-        finish(c, i, t, arrive if arrive > t else t)
+        rx = c * FIXED_UNITS + 4  # recvs of a core complete in program order
+        if ufree[rx] > t:
+            t = ufree[rx]
+        f = arrive if arrive > t else t
+        ufree[rx] = f
+        finish(c, i, t, f)
         return True
 
     def advance(c: int) -> bool:
