@@ -160,8 +160,9 @@ def _check_windows(program: Program, out: _Collector) -> None:
         bad = np.flatnonzero(counts != want)
         if len(bad):
             r = int(bad[0])
-            out.add("windows", home[(layer, matrix)], -1, f"matrix {matrix} row {r} is read {int(counts[r])} times "
-                    f"for {want} windows: a window is computed zero or two times", layer)
+            out.add("windows", home[(layer, matrix)], -1,
+                    f"matrix {matrix} row {r} is read {int(counts[r])} times for {want} "
+                    "windows: a window is computed zero or two times", layer)
 
 
 def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capacity: int,
