@@ -185,6 +185,68 @@ def simulate_cmd(
         sys.exit(2)
 
 
+@app.command("kernel")
+def kernel_cmd(
+    spec: Annotated[str, typer.Argument(
+        help="A kernel spec file, or a built-in NAME:key=value,... "
+        "(e.g. gemv:batch=4,in=5120,out=15360; red, va, relu, attn, qkv, proj, ffn_up, "
+        "ffn_down).")],
+    target: Annotated[str, typer.Option("--target", "-t",
+                                        help="A DRAM-PIM target: hbm-pim, attacc or a YAML file.")],
+    engine: Annotated[str, typer.Option(
+        "--engine", help="cpsat | enumerate (both exact) | default (backend layout) | gpu.")]
+    = "cpsat",
+    seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Pick the tiling draft of a DRAM-PIM kernel (DCC) and compare it with the baselines."""
+    from pimsolve.errors import InputError as PimsolveInputError
+    from pimsolve.kernels_api import compile_kernel
+    from pimsolve.report.kernel import kernel_report, kernel_tables
+    from pimsolve.solve.options import SolveOptions
+    from pimsolve.stages.drafts.select import ENGINES
+
+    if engine not in ENGINES:
+        raise PimsolveInputError(f"--engine: unknown engine '{engine}'; engines: "
+                                 f"{', '.join(ENGINES)}")
+    report = kernel_report(compile_kernel(spec, target=target, engine=engine,  # type: ignore
+                                          options=SolveOptions(seed=seed)))
+    if as_json:
+        _echo(json.dumps(report, indent=1, sort_keys=True))
+        return
+    for table in kernel_tables(report):
+        _console().print(table)
+
+
+@app.command("llm")
+def llm_cmd(
+    model: Annotated[str, typer.Option("--model", help="gpt3-13b, llama2-33b or opt-1.3b.")],
+    target: Annotated[str, typer.Option("--target", "-t", help="A DRAM-PIM target.")],
+    batch: Annotated[int, typer.Option("--batch")] = 1,
+    tokens_in: Annotated[int, typer.Option("--tokens-in")] = 128,
+    tokens_out: Annotated[int, typer.Option("--tokens-out")] = 128,
+    engine: Annotated[str, typer.Option("--engine", help="cpsat | enumerate | default.")]
+    = "cpsat",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Time one LLM inference with each decode kernel on GPU or PIM (DCC Fig. 11)."""
+    from pimsolve.errors import InputError as PimsolveInputError
+    from pimsolve.kernels_api import compile_llm
+    from pimsolve.report.kernel import llm_report, llm_tables
+    from pimsolve.stages.drafts.select import ENGINES
+
+    if engine not in ENGINES:
+        raise PimsolveInputError(f"--engine: unknown engine '{engine}'; engines: "
+                                 f"{', '.join(ENGINES)}")
+    report = llm_report(compile_llm(model, target=target, batch=batch, tokens_in=tokens_in,
+                                    tokens_out=tokens_out, engine=engine))  # type: ignore
+    if as_json:
+        _echo(json.dumps(report, indent=1, sort_keys=True))
+        return
+    for table in llm_tables(report):
+        _console().print(table)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with its exit code (usage errors from typer exit with 2)."""
     try:

@@ -1,0 +1,113 @@
+"""Run a CP-SAT model with ``SolveOptions`` and return a ``SolveResult`` plus its values.
+
+Formulations build ``CpModel`` objects with the CP-SAT API directly (re-exported here, so only
+this package imports ortools) and hand them to ``solve_cpsat``. A time limit or an interrupt
+returns the best solution found with its bound; ``OPTIMAL`` means CP-SAT proved it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from google.protobuf import text_format
+from ortools.sat import sat_parameters_pb2
+from ortools.sat.python.cp_model import (
+    FEASIBLE,
+    INFEASIBLE,
+    MODEL_INVALID,
+    OPTIMAL,
+    CpModel,
+    CpSolver,
+    IntVar,
+    LinearExpr,
+)
+
+from pimsolve.errors import InputError, InternalError
+from pimsolve.solve.options import SolveOptions
+from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
+
+__all__ = ["CpModel", "IntVar", "LinearExpr", "CpValues", "solve_cpsat", "parameters_text"]
+
+
+@dataclass(frozen=True)
+class CpValues:
+    """Values of the solution CP-SAT holds (empty when it holds none)."""
+
+    _values: Mapping[int, int]
+
+    def __call__(self, var: IntVar) -> int:
+        """The value of ``var`` (a variable of the solved model)."""
+        return self._values[var.index]
+
+    def __bool__(self) -> bool:
+        return bool(self._values)
+
+
+def parameters_text(options: SolveOptions) -> str:
+    """The SatParameters a solve with ``options`` uses, in text format (for the report)."""
+    params = sat_parameters_pb2.SatParameters()
+    if options.params:
+        try:
+            text_format.Parse(options.params, params)
+        except text_format.ParseError as exc:
+            raise InputError(f"solver parameters: {exc}") from None
+    params.random_seed = options.seed
+    params.num_workers = options.workers
+    if options.workers > 1:
+        params.interleave_search = True
+    if options.time_limit_s is not None:
+        params.max_time_in_seconds = options.time_limit_s
+    if options.deterministic_time is not None:
+        params.max_deterministic_time = options.deterministic_time
+    return text_format.MessageToString(params, as_one_line=True)
+
+
+def solve_cpsat(model: CpModel, options: SolveOptions | None = None, *,
+                hint: Sequence[tuple[IntVar, int]] | None = None,
+                engine: str = "cpsat") -> tuple[SolveResult, CpValues]:
+    """Solve ``model``; return the result record and an accessor for the solution's values.
+
+    ``hint`` (variable, value) pairs seed the search; they never change the optimum.
+    """
+    options = options or SolveOptions()
+    if hint:
+        model.clear_hints()
+        for var, value in hint:
+            model.add_hint(var, value)
+    solver = CpSolver()
+    text = parameters_text(options)
+    solver.parameters.parse_text_format(text)
+    start = time.perf_counter()
+    try:
+        code = solver.solve(model)
+        interrupted = False
+    except KeyboardInterrupt:  # pragma: no cover - interactive only
+        code, interrupted = solver.status_name(), True
+    wall = time.perf_counter() - start
+    if code == MODEL_INVALID:
+        raise InternalError(f"CP-SAT rejected the model: {model.validate()}")
+    status = {OPTIMAL: Status.OPTIMAL, FEASIBLE: Status.FEASIBLE,
+              INFEASIBLE: Status.INFEASIBLE}.get(code, Status.UNKNOWN)
+    if status in (Status.OPTIMAL, Status.INFEASIBLE):
+        stop = StopReason.PROVEN
+    elif interrupted:
+        stop = StopReason.INTERRUPTED
+    elif options.deterministic_time is not None and (
+            solver.deterministic_time >= options.deterministic_time * 0.999):
+        stop = StopReason.DET_TIME_LIMIT
+    else:
+        stop = StopReason.TIME_LIMIT
+    has = status in (Status.OPTIMAL, Status.FEASIBLE)
+    objective = solver.objective_value if has else None
+    bound = solver.best_objective_bound if has else None
+    values = CpValues({i: solver.value(model.get_int_var_from_proto_index(i))
+                       for i in range(len(model.proto.variables))} if has else {})
+    result = SolveResult(
+        engine=engine, status=status, objective=objective, bound=bound,
+        gap=0.0 if status == Status.OPTIMAL else relative_gap(objective, bound),
+        wall_s=wall, deterministic_s=solver.deterministic_time, seed=options.seed,
+        stop_reason=stop, params=text,
+        stats={"branches": float(solver.num_branches), "conflicts": float(solver.num_conflicts)})
+    return result, values

@@ -1,0 +1,24 @@
+"""Options every exact engine takes: seeds, workers and limits are fields, never globals (P9)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SolveOptions"]
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    """How to run one solve; the defaults give byte-identical results run after run."""
+
+    time_limit_s: float | None = None
+    """Wall-clock limit; breaks reproducibility when it binds (prefer ``deterministic_time``)."""
+    deterministic_time: float | None = None
+    """CP-SAT deterministic time limit (reproducible)."""
+    seed: int = 0
+    """Random seed of the engine."""
+    workers: int = 1
+    """Search workers; 1 (the default) is deterministic. With more, CP-SAT interleaves its
+    workers (``interleave_search``) so results stay reproducible."""
+    params: str = ""
+    """Expert engine parameters, for CP-SAT as SatParameters text, e.g. 'linearization_level:2'."""

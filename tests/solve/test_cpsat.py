@@ -1,0 +1,64 @@
+"""The CP-SAT runner: result records, statuses, hints, parameters, determinism."""
+
+from __future__ import annotations
+
+import pytest
+
+from pimsolve.errors import InputError
+from pimsolve.solve.cpsat import CpModel, solve_cpsat
+from pimsolve.solve.options import SolveOptions
+from pimsolve.solve.result import SolveResult, Status, StopReason
+
+
+def _knapsack() -> tuple[CpModel, list]:
+    model = CpModel()
+    x = [model.new_bool_var(f"x[{i}]") for i in range(3)]
+    model.add(4 * x[0] + 3 * x[1] + 2 * x[2] <= 6)
+    model.maximize(5 * x[0] + 4 * x[1] + 3 * x[2])
+    return model, x
+
+
+def test_optimal_record_and_values() -> None:
+    model, x = _knapsack()
+    result, values = solve_cpsat(model, SolveOptions(seed=3))
+    assert result.status == Status.OPTIMAL and result.stop_reason == StopReason.PROVEN
+    assert result.objective == result.bound == 8 and result.gap == 0.0
+    assert [values(v) for v in x] == [1, 0, 1]
+    assert "random_seed: 3" in result.params and result.seed == 3
+    record = result.as_record("drafts")
+    assert {"stage", "engine", "status", "objective", "bound", "gap", "wall_s"} <= set(record)
+    assert record["status"] == "optimal"
+
+
+def test_infeasible_has_no_values() -> None:
+    model = CpModel()
+    v = model.new_int_var(0, 3, "v")
+    model.add(v >= 5)
+    result, values = solve_cpsat(model)
+    assert result.status == Status.INFEASIBLE and not values and result.objective is None
+
+
+def test_hint_keeps_optimum_and_expert_params() -> None:
+    model, x = _knapsack()
+    result, _ = solve_cpsat(model, SolveOptions(params="linearization_level: 2"),
+                            hint=[(x[0], 0), (x[1], 1), (x[2], 0)])
+    assert result.objective == 8 and "linearization_level: 2" in result.params
+    with pytest.raises(InputError, match="solver parameters"):
+        solve_cpsat(model, SolveOptions(params="no_such_field: 1"))
+
+
+def test_deterministic_limit_reports_its_reason() -> None:
+    model = CpModel()
+    xs = [model.new_int_var(0, 50, f"v{i}") for i in range(30)]
+    model.add_all_different(xs)
+    model.maximize(sum((i % 7 + 1) * v for i, v in enumerate(xs)))
+    result, _ = solve_cpsat(model, SolveOptions(deterministic_time=1e-6))
+    assert result.stop_reason in (StopReason.DET_TIME_LIMIT, StopReason.PROVEN)
+    if result.status != Status.OPTIMAL:
+        assert result.stop_reason == StopReason.DET_TIME_LIMIT
+
+
+def test_heuristic_status_never_claims_optimal() -> None:
+    fields = SolveResult.__dataclass_fields__
+    assert {"engine", "status", "objective", "bound", "gap", "wall_s", "deterministic_s",
+            "seed", "stop_reason", "params"} <= set(fields)
