@@ -147,14 +147,32 @@ def map_model(model: str | Path | onnx.ModelProto, *,
     if engine not in ENGINES:
         raise InputError(f"engine {engine!r} is not available yet; engines: "
                          f"{', '.join(ENGINES)}")
+    compiled = _compile(model, target, mode, input_shapes)
+    solve = {"stage": "placement", "engine": engine, "status": "feasible", "objective": None,
+             "bound": None, "gap": None, "wall_s": compiled.placement_s}
+    return MapResult(compiled.mapping, compiled.program,
+                     score(compiled.mapping, compiled.program, compiled.target, [solve]))
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    graph: Graph
+    target: CrossbarTarget
+    mapping: MappingRecord
+    program: Program
+    placement_s: float
+
+
+def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarTarget,
+             mode: str, input_shapes: Mapping[str, tuple[int, ...]] | None) -> _Compiled:
+    """frontend -> lowering -> reference placement -> codegen."""
     loaded = _crossbar_target(target)
     inspection = inspect_model(model, target=loaded, input_shapes=input_shapes)
     started = time.perf_counter()
     mapping = reference_mapping(inspection.workload, loaded, mode)
-    solve = {"stage": "placement", "engine": engine, "status": "feasible", "objective": None,
-             "bound": None, "gap": None, "wall_s": time.perf_counter() - started}
+    placement_s = time.perf_counter() - started
     program = generate(inspection.graph, inspection.workload, mapping, loaded)
-    return MapResult(mapping, program, score(mapping, program, loaded, [solve]))
+    return _Compiled(inspection.graph, loaded, mapping, program, placement_s)
 
 
 PROGRAM_JSONL_LIMIT = 50_000
@@ -173,16 +191,14 @@ def write_map_outputs(out: Path, result: MapResult) -> list[Path]:
     written[0].write_text(to_json(result.mapping), encoding="utf-8")
     written[1].write_text(json.dumps(result.report, indent=1, sort_keys=True) + "\n",
                           encoding="utf-8")
-    stale = ("program.npz", "program.jsonl")
     if result.program.instructions > PROGRAM_JSONL_LIMIT:
-        path = out / "program.npz"
+        path, stale = out / "program.npz", out / "program.jsonl"
         path.write_bytes(result.program.to_npz())
     else:
-        path = out / "program.jsonl"
+        path, stale = out / "program.jsonl", out / "program.npz"
         path.write_text(result.program.to_jsonl(), encoding="utf-8")
-    other = out / stale[path.name == "program.npz"]
-    if other.exists():
-        other.unlink()  # our own output from an earlier run, never the user's input
+    if stale.exists():
+        stale.unlink()  # our own output of an earlier run, so `simulate` reads the new one
     return [*written, path]
 
 
@@ -241,14 +257,11 @@ def functional_check(model: str | Path | onnx.ModelProto, *,
     from pimsolve.frontend.weights import layer_weights
     from pimsolve.simulate.execute import Quantization, execute
 
-    loaded = _crossbar_target(target)
     source = resolve_model(model) if isinstance(model, (str, Path)) else model
-    inspection = inspect_model(source, target=loaded)
-    graph, workload = inspection.graph, inspection.workload
-    mapping = reference_mapping(workload, loaded, mode)
-    program = generate(graph, workload, mapping, loaded)
+    compiled = _compile(source, target, mode, None)
+    graph, program, loaded = compiled.graph, compiled.program, compiled.target
     weights = {k: (w.weight, w.bias) for k, w in layer_weights(source, graph, seed=seed).items()}
-    inputs = seeded_inputs(source, {t.name: t.shape for t in graph.inputs}, seed)
+    inputs = seeded_inputs({t.name: t.shape for t in graph.inputs}, seed)
     memory = global_image(program, inputs, weights)
     q = Quantization(loaded.numerics.weight_bits, loaded.numerics.activation_bits,
                      loaded.crossbar.cell_bits) if quantize else None
@@ -257,9 +270,7 @@ def functional_check(model: str | Path | onnx.ModelProto, *,
     expected = reference_outputs(source, inputs)
     outputs, worst_abs, worst_rel = {}, 0.0, 0.0
     for t in graph.outputs:
-        address, size = program.tensors[t.name] if t.name in program.tensors else \
-            program.tensors[next(iter(n for n in program.tensors if not n.startswith("bias:")
-                                      and n not in inputs))]
+        address, size = program.tensors[t.name]
         got = from_stored(memory[address:address + size], t.shape)
         want = np.asarray(expected[t.name], dtype=np.float64)
         err = float(np.abs(got - want).max())

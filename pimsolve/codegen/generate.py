@@ -131,6 +131,15 @@ class _Generator:
         self.em[dst].emit(Op.RECV, src, target.addr, 0, 0, length, writes=(target,))
         return target
 
+    def _load_pixel(self, core: int, key: Key) -> Buffer:
+        """A new buffer on ``core`` holding stored pixel ``key``, loaded from global memory."""
+        tensor, pixel = key
+        em = self.em[core]
+        buf = em.alloc(self.layout.tensors[tensor].channels)
+        em.emit(Op.LOAD, 0, buf.addr, self.layout.pixel_address(tensor, pixel), 0, buf.size,
+                writes=(buf,))
+        return buf
+
     def _bias(self, name: str, core: int, length: int) -> Buffer:
         key = (name, core)
         if key not in self.bias:
@@ -302,11 +311,7 @@ class _Generator:
         def get(key: Key) -> Buffer:
             buf = w.cache.get(key)
             if buf is None:
-                tensor, pixel = key
-                buf = em.alloc(self.layout.tensors[tensor].channels)
-                em.emit(Op.LOAD, 0, buf.addr, self.layout.pixel_address(tensor, pixel), 0,
-                        buf.size, writes=(buf,))
-                w.cache[key] = buf
+                buf = w.cache[key] = self._load_pixel(w.core, key)
             return buf
 
         out = self._run(w, task, get)
@@ -402,11 +407,7 @@ class _Generator:
             ref = (w.core, key)
             buf = self.present.get(ref)
             if buf is None:  # a graph input: straight from global memory
-                tensor, pixel = key
-                buf = em.alloc(self.layout.tensors[tensor].channels)
-                em.emit(Op.LOAD, 0, buf.addr, self.layout.pixel_address(tensor, pixel), 0,
-                        buf.size, writes=(buf,))
-                self.present[ref] = buf
+                buf = self.present[ref] = self._load_pixel(w.core, key)
             return buf
 
         out = self._run(w, task, get)
@@ -437,8 +438,10 @@ class _Generator:
         else:
             raise InputError(f"mode must be 'ht' or 'll', not {self.mode!r}")
         constants = tuple(sorted(self.constants, key=self.constants.__getitem__))
-        tensors = {name: (self.layout.global_address[name], self.layout.tensors[name].elements)
-                   for name in (*self.layout.inputs, *self.layout.outputs)}
+        # graph inputs and outputs under their ONNX names (an output may be a view)
+        tensors = {t.name: (self.layout.global_address[self.layout.base[t.name]],
+                            self.layout.stored(t.name).elements)
+                   for t in (*self.graph.inputs, *self.graph.outputs)}
         for lt in self.tasks:
             if lt.kind == "mvm":
                 tensors[f"bias:{lt.layer.name}"] = (

@@ -14,8 +14,8 @@ from pimsolve.frontend.load import read_model
 __all__ = ["reference_outputs", "seeded_inputs"]
 
 
-def seeded_inputs(model: onnx.ModelProto, shapes: Mapping[str, tuple[int, ...]],
-                  seed: int = 0) -> dict[str, np.ndarray]:
+def seeded_inputs(shapes: Mapping[str, tuple[int, ...]], seed: int = 0
+                  ) -> dict[str, np.ndarray]:
     """Standard-normal float32 inputs of the given static shapes."""
     rng = np.random.default_rng(seed)
     return {name: rng.standard_normal(shape).astype(np.float32)

@@ -53,19 +53,3 @@ class Mapping:
     partitions: tuple[Partition, ...]
     layers: tuple[LayerPlacement, ...]
     schema_version: int = MAPPING_SCHEMA_VERSION
-
-    def placement(self, layer: str) -> LayerPlacement:
-        """The placement of crossbar layer ``layer``."""
-        for p in self.layers:
-            if p.layer == layer:
-                return p
-        raise KeyError(layer)
-
-    def crossbars_on_core(self, crossbars_per_ag: dict[str, int]) -> dict[int, int]:
-        """Crossbars used per core, given each layer's crossbars per array group."""
-        used: dict[int, int] = {}
-        for p in self.layers:
-            for replica in p.cores:
-                for core in replica:
-                    used[core] = used.get(core, 0) + crossbars_per_ag[p.layer]
-        return used

@@ -40,9 +40,9 @@ def bounds(program: Program, target: CrossbarTarget) -> Bounds:
     xb = target.crossbar
     crossbar_ns = 0.0
     reads = 0.0
-    for layer, windows in program.windows.items():
-        replica0 = [g for g in program.array_groups if g.layer == layer and g.replica == 0]
-        for g in replica0:
+    for g in program.array_groups:
+        windows = program.windows.get(g.layer)
+        if g.replica == 0 and windows is not None:
             steps = math.ceil(g.rows / xb.parallel_rows)
             crossbar_ns += windows * g.crossbars * steps * xb.mvm_latency_ns
             reads += windows * g.crossbars * (

@@ -95,9 +95,6 @@ def _cycle(program: Program, blocks: Sequence[np.ndarray], memory: np.ndarray,
         local.append(np.zeros(top + 1))
     if quantize is not None:
         mvm = _quantizer(blocks, [g.layer for g in program.array_groups], quantize)
-    else:
-        def mvm(slot: int, x: np.ndarray) -> np.ndarray:
-            return x @ blocks[slot]
     rows = [s.code.tolist() for s in program.cores]
     pc = [0] * n
     channels: dict[tuple[int, int], deque] = {}

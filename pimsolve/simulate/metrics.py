@@ -79,6 +79,7 @@ def measure(program: Program, target: CrossbarTarget, timeline: Timeline) -> Met
     eb = program.element_bits / 8
     slots = program.array_groups
     xbars = np.array([g.crossbars for g in slots] + [0], dtype=np.float64)
+    slot_cols = np.array([g.cols for g in slots] + [0], dtype=np.float64)
     energy = dict.fromkeys(ENERGY_COMPONENTS, 0.0)
     busy = np.zeros(len(slots) + 1)
     by_op = np.zeros(len(Op), dtype=np.int64)
@@ -100,7 +101,7 @@ def measure(program: Program, target: CrossbarTarget, timeline: Timeline) -> Met
         energy["adc"] += float(np.sum(k * steps)) * xb.adc_energy_pj
         vec = ops == Op.VEC
         energy["vector_unit"] += float(e[vec].sum()) * core.vector_unit.energy_pj_per_op
-        cols = np.array([g.cols for g in slots] + [0], dtype=np.float64)[slot]
+        cols = slot_cols[slot]
         unary = vec & np.isin(a, (VecOp.RELU, VecOp.SCALE, VecOp.OTHER))
         local = np.select(
             [mvm, unary, vec, ops == Op.COPY, ops == Op.BARRIER, ops == Op.PROG],

@@ -125,7 +125,6 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
     last = [0.0] * n_cores
     fence = [0.0] * n_cores
     mvm_next = [0.0] * n_cores
-    latest = [0.0] * n_cores
     waiting = [False] * n_cores
     channels: dict[tuple[int, int], deque] = {}
     barrier: dict[int, list[tuple[int, float]]] = {}
@@ -173,10 +172,16 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
     def finish(c: int, i: int, t: float, f: float) -> None:
         start[c][i], end[c][i] = t, f
         last[c] = t
-        if f > latest[c]:
-            latest[c] = f
         pc[c] = i + 1
         waiting[c] = False
+
+    def rendezvous(sender: int, i: int, receiver: int, j: int, t: float) -> None:
+        """sync: send ``i`` of ``sender`` and recv ``j`` of ``receiver`` both ready by ``t``
+        run together; both cores block until the data has arrived."""
+        t0, arrive = wire(sender, receiver, ee[sender][i], t)
+        for core, k in ((sender, i), (receiver, j)):
+            finish(core, k, t0, arrive)
+            fence[core] = arrive
 
     def communicate(c: int, i: int) -> bool:
         """Handle send / recv / barrier at pc; False when the core must wait."""
@@ -185,7 +190,7 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
             if waiting[c]:
                 return False
             bid = aa[c][i]
-            t = max(ready(c, i), latest[c], max(end[c][:i], default=0.0))
+            t = max(ready(c, i), max(end[c][:i], default=0.0))
             arrived = barrier.setdefault(bid, [])
             arrived.append((c, t))
             waiting[c] = True
@@ -209,11 +214,7 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 q = channels.setdefault(key, deque())
                 if q and q[0][0] == "recv":
                     _, j, tr = q.popleft()
-                    t0, arrive = wire(c, peer, ee[c][i], max(ready(c, i), tr))
-                    finish(c, i, t0, arrive)
-                    fence[c] = arrive
-                    finish(peer, j, t0, arrive)
-                    fence[peer] = arrive
+                    rendezvous(c, i, peer, j, max(ready(c, i), tr))
                     wake(peer)
                     return True
                 q.append(("send", i, ready(c, i)))
@@ -232,11 +233,7 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 return False
             if q and q[0][0] == "send":
                 _, j, ts = q.popleft()
-                t0, arrive = wire(peer, c, ee[c][i], max(ready(c, i), ts))
-                finish(c, i, t0, arrive)
-                fence[c] = arrive
-                finish(peer, j, t0, arrive)
-                fence[peer] = arrive
+                rendezvous(peer, j, c, i, max(ready(c, i), ts))
                 wake(peer)
                 return True
             q.append(("recv", i, ready(c, i)))
@@ -255,11 +252,9 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
         finish(c, i, t, f)
         return True
 
-    def advance(c: int) -> bool:
+    def advance(c: int) -> None:
+        """Run core ``c`` until it ends or blocks on communication."""
         i, n = pc[c], count[c]
-        if i >= n:
-            return False
-        moved = False
         ops_c, dur_c, unit_c, ptr_c, flat_c = ops[c], dur[c], unit[c], ptr[c], flat[c]
         end_c, start_c = end[c], start[c]
         chip = c // per_chip
@@ -269,8 +264,7 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
             if op >= 6 and op != 8:  # send, recv, barrier
                 last[c], mvm_next[c], pc[c] = t_last, t_mvm, i
                 if not communicate(c, i):
-                    return moved
-                moved = True
+                    return
                 i = pc[c]
                 t_last, t_fence = last[c], fence[c]
                 continue
@@ -305,9 +299,7 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
             end_c[i] = f
             t_last = t
             i += 1
-            moved = True
         last[c], mvm_next[c], pc[c] = t_last, t_mvm, i
-        return moved
 
     while work:  # a core runs until it blocks; a send or a barrier wakes who waits on it
         c = work.popleft()
