@@ -21,7 +21,6 @@ baseline scheduler later schedule optimizers must beat.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -33,7 +32,7 @@ from pimsolve.errors import InputError
 from pimsolve.ir import Graph, LayerKind, Workload
 from pimsolve.ir.mapping import Mapping
 from pimsolve.ir.program import ArrayGroupSlot, Op, Program, VecOp
-from pimsolve.lowering.unfold import DEFAULT_FORMAT
+from pimsolve.lowering.unfold import EMITTED_FORMATS, ag_rows
 from pimsolve.target import CrossbarTarget
 
 __all__ = ["generate", "CodegenOptions"]
@@ -96,11 +95,15 @@ class _Generator:
                 raise InputError(f"mapping places no array group of crossbar layer {name}")
             p = placed[name]
             mvm = workload.mvm_layer(name)
-            if p.unfolding != DEFAULT_FORMAT and p.unfolding != mvm.unfolding.name:
-                raise InputError(f"layer {name}: codegen emits the {DEFAULT_FORMAT} unfolding "
-                                 f"only so far, not {p.unfolding}")
-            u = mvm.unfolding
-            blocks = math.ceil(u.height / rows)
+            by_name = {u.name: u for u in mvm.unfoldings}
+            if p.unfolding not in by_name:
+                raise InputError(f"layer {name}: unfolding {p.unfolding} is not one of its "
+                                 f"valid unfoldings ({', '.join(by_name)})")
+            if p.unfolding not in EMITTED_FORMATS:
+                raise InputError(f"layer {name}: codegen emits the unfoldings "
+                                 f"{', '.join(EMITTED_FORMATS)}, not {p.unfolding}")
+            u = by_name[p.unfolding]
+            rows_of = ag_rows(u, lt.layer.mvm.groups, rows)
             replicas = []
             for r, cores in enumerate(p.cores):
                 if len(cores) != u.array_groups:
@@ -111,11 +114,10 @@ class _Generator:
                     if not 0 <= core < self.cores:
                         raise InputError(f"layer {name}: core {core} does not exist "
                                          f"(target has {self.cores})")
-                    start = (g % blocks) * rows
+                    matrix, start, n = rows_of[g]
                     ids.append(len(self.slots))
                     self.slots.append(ArrayGroupSlot(
-                        name, r, g, core, g // blocks, start, min(rows, u.height - start),
-                        u.width, u.crossbars_per_ag))
+                        name, r, g, core, matrix, start, n, u.width, u.crossbars_per_ag))
                 replicas.append(ids)
             self.replicas[name] = replicas
 
@@ -150,13 +152,21 @@ class _Generator:
         return self.bias[key]
 
     def _mvm_task(self, w: _Worker, task: int, get) -> Buffer:
+        out, finish = self._mvm_issue(w, task, get)
+        finish()
+        return out
+
+    def _mvm_issue(self, w: _Worker, task: int, get):
+        """Emit the inputs and MVMs of one window; return its output buffer and a callable
+        that emits the rest (partial sums home, adds, bias), which HT defers by a round."""
         lt, home = w.tasks_of, w.core
         em = self.em[home]
         pieces = lt.pieces(self.layout, task)
         out = em.alloc(lt.channels)
         parallel = self.target.crossbar.parallel_rows
-        started: set[int] = set()
         temp: list[tuple[int, Buffer]] = []
+        results: list[tuple[ArrayGroupSlot, Buffer, list[Buffer], bool]] = []
+        started: set[int] = set()
         for s in w.slots:
             ag = self.slots[s]
             part = slice_pieces(pieces[ag.matrix], ag.row_start, ag.row_start + ag.rows)
@@ -182,9 +192,11 @@ class _Generator:
                 temp.append((core, moved))
                 src, src_addr = moved, moved.addr
             first = core == home and ag.matrix not in started
+            started.add(ag.matrix)
             result = out if first else self.em[core].alloc(ag.cols)
             dst = out.addr + ag.matrix * ag.cols if first else result.addr
             cem = self.em[core]
+            steps = []
             for lo in range(0, ag.rows, parallel):
                 n = min(parallel, ag.rows - lo)
                 if lo == 0:
@@ -193,30 +205,39 @@ class _Generator:
                     step = cem.alloc(ag.cols)
                     cem.emit(Op.MVM, s, step.addr, src_addr + lo, lo, n, reads=(src,),
                              writes=(step,))
+                    steps.append(step)
+            results.append((ag, result, steps, first))
+
+        def finish() -> None:
+            done: set[int] = set()
+            for ag, result, steps, first in results:
+                core, cem = ag.core, self.em[ag.core]
+                dst = out.addr + ag.matrix * ag.cols if first else result.addr
+                for step in steps:
                     cem.emit(Op.VEC, VecOp.ADD, dst, dst, step.addr, ag.cols,
                              reads=(result, step), writes=(result,))
-                    temp.append((core, step))
-            if core != home:
-                back = self._transfer(core, home, result, ag.cols)
-                temp.append((core, result))
-                result = back
-            if not first:
-                at = out.addr + ag.matrix * ag.cols
-                if ag.matrix in started:
-                    em.emit(Op.VEC, VecOp.ADD, at, at, result.addr, ag.cols,
-                            reads=(out, result), writes=(out,))
-                else:
-                    em.emit(Op.COPY, 0, at, result.addr, 0, ag.cols, reads=(result,),
-                            writes=(out,))
-                em.free(result)
-            started.add(ag.matrix)
+                    cem.free(step)
+                if core != home:
+                    back = self._transfer(core, home, result, ag.cols)
+                    cem.free(result)
+                    result = back
+                if not first:
+                    at = out.addr + ag.matrix * ag.cols
+                    if ag.matrix in done:
+                        em.emit(Op.VEC, VecOp.ADD, at, at, result.addr, ag.cols,
+                                reads=(out, result), writes=(out,))
+                    else:
+                        em.emit(Op.COPY, 0, at, result.addr, 0, ag.cols, reads=(result,),
+                                writes=(out,))
+                    em.free(result)
+                done.add(ag.matrix)
             for c, buf in temp:
                 self.em[c].free(buf)
-            temp.clear()
-        bias = self._bias(lt.layer.name, home, lt.channels)
-        em.emit(Op.VEC, VecOp.ADD, out.addr, out.addr, bias.addr, lt.channels,
-                reads=(out, bias), writes=(out,))
-        return out
+            bias = self._bias(lt.layer.name, home, lt.channels)
+            em.emit(Op.VEC, VecOp.ADD, out.addr, out.addr, bias.addr, lt.channels,
+                    reads=(out, bias), writes=(out,))
+
+        return out, finish
 
     def _vector_task(self, w: _Worker, task: int, get) -> Buffer:
         lt, em = w.tasks_of, self.em[w.core]
@@ -298,13 +319,20 @@ class _Generator:
                 for key in keys:
                     w.uses[key] = w.uses.get(key, 0) + 1
         left = list(workers)
+        pending: list[tuple[_Worker, int, Buffer]] = []
         while left:
-            for w in left:
-                self._ht_task(w)
+            # software pipelining: a round's stores follow the next round's loads, so a
+            # core's in-order global port never holds a load behind a store still waiting
+            # for its MVM
+            done = [self._ht_task(w) for w in left]
+            for w, task, out, finish in pending:
+                self._ht_store(w, task, out, finish)
+            pending = done
             left = [w for w in left if w.next < len(w.tasks)]
+        for w, task, out, finish in pending:
+            self._ht_store(w, task, out, finish)
 
-    def _ht_task(self, w: _Worker) -> None:
-        em = self.em[w.core]
+    def _ht_task(self, w: _Worker):
         task, keys = w.tasks[w.next], w.sources[w.next]
         w.next += 1
 
@@ -314,14 +342,28 @@ class _Generator:
                 buf = w.cache[key] = self._load_pixel(w.core, key)
             return buf
 
-        out = self._run(w, task, get)
-        em.emit(Op.STORE, 0, self.layout.pixel_address(w.tasks_of.output, task), out.addr, 0,
-                out.size, reads=(out,))
-        em.free(out)
+        for em in self.em:
+            em.layer = w.tag
+        if w.tasks_of.kind == "mvm":
+            out, finish = self._mvm_issue(w, task, get)
+        else:
+            out, finish = self._vector_task(w, task, get), None
+        em = self.em[w.core]
         for key in keys:
             w.uses[key] -= 1
             if w.uses[key] == 0:
                 em.free(w.cache.pop(key))
+        return w, task, out, finish
+
+    def _ht_store(self, w: _Worker, task: int, out: Buffer, finish) -> None:
+        for em in self.em:
+            em.layer = w.tag
+        if finish is not None:
+            finish()
+        em = self.em[w.core]
+        em.emit(Op.STORE, 0, self.layout.pixel_address(w.tasks_of.output, task), out.addr, 0,
+                out.size, reads=(out,))
+        em.free(out)
 
     # ---- LL: Alg. 2 ----------------------------------------------------------------------
     def low_latency(self) -> None:

@@ -31,7 +31,7 @@ import math
 
 from pimsolve.ir import CrossbarGeometry, MvmGeometry, Unfolding
 
-__all__ = ["FORMATS", "DEFAULT_FORMAT", "unfoldings"]
+__all__ = ["FORMATS", "DEFAULT_FORMAT", "EMITTED_FORMATS", "unfoldings", "ag_rows"]
 
 FORMATS = ("I,O,K2", "I,OK2,1", "IK,O,K", "IK,OK,1", "IK2,O,1")
 DEFAULT_FORMAT = "IK2,O,1"
@@ -73,3 +73,20 @@ def unfoldings(mvm: MvmGeometry, xbar: CrossbarGeometry) -> tuple[Unfolding, ...
             array_groups=p * g * math.ceil(h / xbar.rows),
             crossbars_per_ag=math.ceil(w / xbar.weights_per_crossbar_row)))
     return tuple(result)
+
+
+EMITTED_FORMATS = ("I,O,K2", "IK,O,K", "IK2,O,1")
+"""Unfoldings whose matrices are row slices of the im2col matrix (W = O); the two with O*K
+columns (I,OK2,1 and IK,OK,1) scatter partial outputs and are not emitted yet."""
+
+
+def ag_rows(u: Unfolding, groups: int, rows: int) -> list[tuple[int, int, int]]:
+    """Per AG of one replica: (convolution group, first im2col row, rows).
+
+    The im2col vector of a group is ordered (kernel row, kernel column, channel), so each of the
+    P / groups matrices of a W = O unfolding is a contiguous block of ``u.height`` of its rows,
+    cut into AGs of at most ``rows``."""
+    per_group = u.parallel // groups
+    blocks = math.ceil(u.height / rows)
+    return [(group, sub * u.height + b * rows, min(rows, u.height - b * rows))
+            for group in range(groups) for sub in range(per_group) for b in range(blocks)]

@@ -25,6 +25,7 @@ Time is in nanoseconds (floats); the same Program gives the same Timeline, bit f
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -131,6 +132,8 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
     origin = [0.0]
     work = deque(range(n_cores))
     queued = [True] * n_cores
+    requests: list[tuple[float, int, int]] = []  # (ready time, core, instruction) of shared use
+    granted = [-1] * n_cores
 
     def wake(k: int) -> None:
         if not queued[k]:
@@ -221,7 +224,11 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 waiting[c] = True
                 wake(peer)
                 return False
-            t0, arrive = wire(c, peer, ee[c][i], ready(c, i))
+            t = ready(c, i)
+            if granted[c] != i:  # the links are shared: book them in time order
+                heapq.heappush(requests, (max(t, ufree[c * FIXED_UNITS + 3]), c, i))
+                return False
+            t0, arrive = wire(c, peer, ee[c][i], t)
             channels.setdefault(key, deque()).append(("data", arrive, 0.0))
             wake(peer)
             finish(c, i, t0, ufree[c * FIXED_UNITS + 3])
@@ -287,6 +294,9 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 f = t + d
                 ufree[u] = f
             elif op == 4 or op == 5:
+                if granted[c] != i:  # the global memory is shared: book it in time order
+                    heapq.heappush(requests, (t, c, i))
+                    break
                 x = gm_free[chip]
                 if x > t:
                     t = x
@@ -301,10 +311,17 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
             i += 1
         last[c], mvm_next[c], pc[c] = t_last, t_mvm, i
 
-    while work:  # a core runs until it blocks; a send or a barrier wakes who waits on it
-        c = work.popleft()
-        queued[c] = False
-        advance(c)
+    # A core runs until it blocks or needs a shared resource (global memory, links); a send or
+    # a barrier wakes who waits on it; shared resources are granted in order of ready time.
+    while work or requests:
+        while work:
+            c = work.popleft()
+            queued[c] = False
+            advance(c)
+        if requests:
+            _, c, i = heapq.heappop(requests)
+            granted[c] = i
+            wake(c)
     stuck = [c for c in range(n_cores) if pc[c] < count[c]]
     if stuck:
         c = stuck[0]

@@ -189,18 +189,18 @@ def test_bus_is_shared_mesh_ports_are_not(topology, core3):
 def test_global_memory_serves_one_transfer_at_a_time():
     """Three loads of 8 elements, all ready at 0: two on core 0 (separate buffers, no
     dependencies), one on core 1. The chip's global memory serves one transfer at a time, so
-    they hold it [0, 8], [8, 16], [16, 24] and end 100 ns later: 108, 116, 124. The order of
-    these ties is not documented; the simulator serves core 0's loads first (it books the
-    memory core by core), and the makespan, 124, does not depend on it. A load alone ends at
-    108. Energy: 24 bytes x 2 pJ global, 24 bytes x 0.5 pJ local."""
+    they hold it [0, 8], [8, 16], [16, 24] and end 100 ns later: 108, 116, 124. Requests are
+    served in order of ready time, ties by core: core 0's first load (ready 0), core 1's
+    (ready 0), then core 0's second, ready only at 8 when core 0's global port frees. A load
+    alone ends at 108. Energy: 24 bytes x 2 pJ global, 24 bytes x 0.5 pJ local."""
     target = make_target(execution="out_of_order", communication="async")
     program = make_program([
         [(LOAD, 0, 0, 0, 0, 8, ()), (LOAD, 0, 8, 8, 0, 8, ())],
         [(LOAD, 0, 0, 16, 0, 8, ())],
     ])
     timeline = simulate(program, target)
-    assert intervals(timeline, 0) == [(0, 108), (8, 116)]
-    assert intervals(timeline, 1) == [(16, 124)]
+    assert intervals(timeline, 0) == [(0, 108), (16, 124)]
+    assert intervals(timeline, 1) == [(8, 116)]
     assert timeline.makespan_ns == 124.0
     alone = simulate(make_program([[(LOAD, 0, 0, 0, 0, 8, ())], []]), target)
     assert alone.makespan_ns == 108.0
@@ -210,15 +210,12 @@ def test_global_memory_serves_one_transfer_at_a_time():
     assert metrics.global_memory_bytes == 24
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="simulator bug: the global memory is booked in the order cores are "
-                   "simulated, not in time order")
 def test_global_memory_is_not_held_for_a_later_request():
     """Core 0's load is ready only at 54 (after an mvm that reads the buffer it overwrites);
     core 1's load is ready at 0. Per the model an instruction starts when its dependencies are
     done, its unit is free and the global memory is free: the memory is idle during [0, 54], so
     core 1's load runs [0, 8] and ends at 108, and core 0's [54, 62] ends at 162. Makespan 162.
-    The simulator books core 0's load first and makes core 1's wait: [62, 170]."""
+    Shared resources are granted in order of ready time, so core 1's load goes first."""
     target = make_target(execution="out_of_order", communication="async")
     program = make_program([
         [(W, 0, 0, 0, 0, 4, ()), (MVM, 0, 4, 0, 0, 4, (0,)), (LOAD, 0, 0, 0, 0, 8, (1,))],
