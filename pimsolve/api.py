@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +36,11 @@ from pimsolve.target import CrossbarTarget, DramPimTarget, load_target
 
 __all__ = ["Inspection", "inspect_model", "resolve_model", "MapResult", "map_model",
            "write_map_outputs", "simulate_saved", "MODES", "FunctionalCheck",
-           "functional_check"]
+           "functional_check", "PlacementSettings", "engines"]
 
 MODES = {"latency": "ll", "throughput": "ht", "energy": "ht", "edp": "ht"}
 """The mode each objective implies unless ``mode`` says otherwise."""
+MODES_OBJECTIVE = {"ll": "latency", "ht": "throughput"}
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,11 @@ class MapResult:
     report: dict[str, Any]
 
 
-ENGINES = ("none",)
-"""Placement engines available so far ('none': no replication, greedy placement)."""
+def engines() -> tuple[str, ...]:
+    """Placement engines: exact (cpsat, milp, milp-highs), ga, auto, the baselines, 'none'."""
+    from pimsolve.stages.placement.place import engine_names
+
+    return engine_names()
 
 
 def _crossbar_target(target: str | Path | CrossbarTarget | DramPimTarget) -> CrossbarTarget:
@@ -130,28 +134,60 @@ def score(mapping: MappingRecord, program: Program, target: CrossbarTarget,
                         checks, solves)
 
 
+@dataclass(frozen=True)
+class PlacementSettings:
+    """How ``map_model`` decides the placement (``pimsolve map``'s solver options)."""
+
+    engine: str = "none"
+    """'none' (reference: no replication), an exact engine, 'ga', 'auto' or a baseline."""
+    time_limit_s: float | None = 10.0
+    seed: int = 0
+    workers: int = 1
+    export_model: Path | None = None
+    """Write the exact model here (.mps, .lp or .pb.txt)."""
+    unfoldings: str = "all"
+    """'all' valid unfoldings the codegen emits, or 'default' (IK2,O,1) only."""
+    max_layers_per_core: int | None = None
+    progress: Callable[[Any], None] | None = None
+    """Called with ``solve.model.Progress`` on every improving solution (exact engines) or
+    with ``(generation, best)`` every GA generation."""
+
+
 def map_model(model: str | Path | onnx.ModelProto, *,
               target: str | Path | CrossbarTarget, objective: str = "latency",
-              mode: str | None = None, engine: str = "none",
+              mode: str | None = None, engine: str | None = None,
+              settings: PlacementSettings | None = None,
               input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> MapResult:
     """frontend -> placement -> codegen -> simulate -> report.
 
     ``objective`` picks the mode (latency: low-latency 'll'; throughput, energy, edp: 'ht')
-    unless ``mode`` is given.
+    unless ``mode`` is given. ``engine`` overrides ``settings.engine``.
     """
     if objective not in MODES:
         raise InputError(f"objective must be one of {', '.join(MODES)}, not {objective!r}")
     mode = mode or MODES[objective]
     if mode not in ("ht", "ll"):
         raise InputError(f"mode must be 'ht' or 'll', not {mode!r}")
-    if engine not in ENGINES:
-        raise InputError(f"engine {engine!r} is not available yet; engines: "
-                         f"{', '.join(ENGINES)}")
-    compiled = _compile(model, target, mode, input_shapes)
-    solve = {"stage": "placement", "engine": engine, "status": "feasible", "objective": None,
-             "bound": None, "gap": None, "wall_s": compiled.placement_s}
-    return MapResult(compiled.mapping, compiled.program,
-                     score(compiled.mapping, compiled.program, compiled.target, [solve]))
+    settings = settings or PlacementSettings()
+    if engine is not None:
+        settings = replace(settings, engine=engine)
+    if settings.engine not in engines():
+        raise InputError(f"unknown engine {settings.engine!r}; engines: "
+                         f"{', '.join(engines())}")
+    compiled = _compile(model, target, mode, input_shapes, objective, settings)
+    report = score(compiled.mapping, compiled.program, compiled.target, [compiled.solve])
+    if compiled.predicted is not None and "metrics" in report:
+        report["prediction"] = _fidelity(compiled.predicted, report["metrics"], mode)
+    return MapResult(compiled.mapping, compiled.program, report)
+
+
+def _fidelity(predicted: dict[str, float], metrics: dict[str, Any], mode: str) -> dict:
+    """The formulation's predicted metric beside the simulator's, and their relative error."""
+    key = "cycle_s" if mode == "ht" else "latency_s"
+    simulated = metrics[key]
+    value = predicted[key]
+    return {**predicted, "metric": key, "simulated": simulated,
+            "relative_error": (value - simulated) / simulated if simulated else None}
 
 
 @dataclass(frozen=True)
@@ -160,19 +196,58 @@ class _Compiled:
     target: CrossbarTarget
     mapping: MappingRecord
     program: Program
-    placement_s: float
+    solve: dict[str, Any]
+    predicted: dict[str, float] | None
 
 
 def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarTarget,
-             mode: str, input_shapes: Mapping[str, tuple[int, ...]] | None) -> _Compiled:
-    """frontend -> lowering -> reference placement -> codegen."""
+             mode: str, input_shapes: Mapping[str, tuple[int, ...]] | None,
+             objective: str = "latency", settings: PlacementSettings | None = None,
+             ) -> _Compiled:
+    """frontend -> lowering -> placement -> codegen."""
+    from pimsolve.solve.options import SolveOptions
+    from pimsolve.stages.placement.instance import build_instance
+    from pimsolve.stages.placement.place import place
+
+    settings = settings or PlacementSettings()
     loaded = _crossbar_target(target)
     inspection = inspect_model(model, target=loaded, input_shapes=input_shapes)
     started = time.perf_counter()
-    mapping = reference_mapping(inspection.workload, loaded, mode)
-    placement_s = time.perf_counter() - started
+    predicted = None
+    if settings.engine == "none":
+        mapping = reference_mapping(inspection.workload, loaded, mode)
+        solve = {"stage": "placement", "engine": "none", "status": "feasible",
+                 "objective": None, "bound": None, "gap": None,
+                 "wall_s": time.perf_counter() - started}
+    else:
+        instance = build_instance(inspection.graph, inspection.workload, loaded, mode,
+                                  unfoldings=settings.unfoldings,
+                                  max_layers_per_core=settings.max_layers_per_core)
+        exact_progress = ga_progress = None
+        if settings.progress is not None:
+            exact_progress = settings.progress
+            ga_progress = lambda g, best: settings.progress((g, best))  # noqa: E731
+        outcome = place(instance, inspection.workload, objective=objective,
+                        engine=settings.engine,
+                        options=SolveOptions(time_limit_s=settings.time_limit_s,
+                                             seed=settings.seed, workers=settings.workers),
+                        export=settings.export_model, progress=exact_progress,
+                        ga_progress=ga_progress)
+        mapping = outcome.mapping
+        r = outcome.result
+        solve = {"stage": "placement", "engine": r.engine, "status": r.status.value,
+                 "objective": r.objective, "bound": r.bound, "gap": r.gap,
+                 "wall_s": time.perf_counter() - started, "solver_wall_s": r.wall_s,
+                 "deterministic_s": r.deterministic_s, "seed": r.seed,
+                 "stop_reason": r.stop_reason.value, "rule": outcome.rule,
+                 "model_size": outcome.size, "objective_name": objective,
+                 "objective_units": {"latency": "ns", "throughput": "ns (cycle)",
+                                     "energy": "pJ", "edp": "pJ*ns"}[objective]}
+        p = outcome.prediction
+        predicted = {"cycle_s": p.time_ns * 1e-9, "latency_s": p.latency_ns * 1e-9,
+                     "energy_j": p.energy_pj * 1e-12, "bottleneck": p.bottleneck}
     program = generate(inspection.graph, inspection.workload, mapping, loaded)
-    return _Compiled(inspection.graph, loaded, mapping, program, placement_s)
+    return _Compiled(inspection.graph, loaded, mapping, program, solve, predicted)
 
 
 PROGRAM_JSONL_LIMIT = 50_000
@@ -249,16 +324,17 @@ class FunctionalCheck:
 
 def functional_check(model: str | Path | onnx.ModelProto, *,
                      target: str | Path | CrossbarTarget, mode: str = "ll", seed: int = 0,
-                     quantize: bool = False) -> FunctionalCheck:
-    """Map ``model`` with the reference mapping, run the program on real numbers (weights
-    from the file, seeded inputs) and compare with onnxruntime."""
+                     quantize: bool = False,
+                     settings: PlacementSettings | None = None) -> FunctionalCheck:
+    """Map ``model`` (reference mapping unless ``settings`` choose an engine), run the
+    program on real numbers (weights from the file, seeded inputs), compare with onnxruntime."""
     from pimsolve.codegen.contents import crossbar_blocks, from_stored, global_image
     from pimsolve.frontend.reference import reference_outputs, seeded_inputs
     from pimsolve.frontend.weights import layer_weights
     from pimsolve.simulate.execute import Quantization, execute
 
     source = resolve_model(model) if isinstance(model, (str, Path)) else model
-    compiled = _compile(source, target, mode, None)
+    compiled = _compile(source, target, mode, None, MODES_OBJECTIVE[mode], settings)
     graph, program, loaded = compiled.graph, compiled.program, compiled.target
     weights = {k: (w.weight, w.bias) for k, w in layer_weights(source, graph, seed=seed).items()}
     inputs = seeded_inputs({t.name: t.shape for t in graph.inputs}, seed)

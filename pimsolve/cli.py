@@ -144,25 +144,69 @@ def map_cmd(
         help="ht (batch pipeline) or ll (element pipeline); default: from the objective.")]
     = None,
     engine: Annotated[str, typer.Option(
-        help="Placement engine; 'none': no replication, greedy placement.")] = "none",
+        help="Placement engine: cpsat, milp, milp-highs (exact), ga, auto (exact, GA when too "
+        "large), balance, uniform, w0h0, one-layer-per-core, no-replication (baselines), "
+        "none (reference: no replication).")] = "auto",
+    time_limit: Annotated[float, typer.Option(
+        "--time-limit", help="Seconds the solver or GA may run; the best placement found "
+        "is kept, with its gap.")] = 10.0,
+    seed: Annotated[int, typer.Option(help="Random seed of the solver or GA.")] = 0,
+    export_model: Annotated[Path | None, typer.Option(
+        "--export-model", help="Write the exact model (.mps, .lp or .pb.txt).")] = None,
+    unfoldings: Annotated[str, typer.Option(
+        help="all (every valid unfolding the codegen emits) or default (IK2,O,1).")] = "all",
+    max_layers_per_core: Annotated[int | None, typer.Option(
+        "--max-layers-per-core", help="Optional cap on layers sharing a core.")] = None,
     out: Annotated[Path | None, typer.Option(
         help="Write mapping.json, report.json and the program here.")] = None,
     input_shape: Annotated[list[str] | None, typer.Option(
         "--input-shape", help="Static input shape NAME=1x3x224x224 (repeatable).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print report.json.")] = False,
 ) -> None:
-    """Map MODEL onto TARGET, generate the per-core program, simulate and verify it."""
-    from pimsolve.api import map_model, write_map_outputs
+    """Map MODEL onto TARGET: place (replication, unfolding, AGs per core), generate the
+    per-core program, simulate and verify it."""
+    from pimsolve.api import PlacementSettings, map_model, write_map_outputs
+    from pimsolve.errors import InputError as PimsolveInputError
     from pimsolve.frontend import parse_input_shape
 
+    if unfoldings not in ("all", "default"):
+        raise PimsolveInputError(f"--unfoldings must be 'all' or 'default', not '{unfoldings}'")
+    if time_limit <= 0:
+        raise PimsolveInputError(f"--time-limit must be positive, not {time_limit}")
     shapes = dict(parse_input_shape(text) for text in input_shape or [])
-    result = map_model(model, target=target, objective=objective, mode=mode, engine=engine,
-                       input_shapes=shapes)
+    settings = PlacementSettings(engine=engine, time_limit_s=time_limit, seed=seed,
+                                 export_model=export_model, unfoldings=unfoldings,
+                                 max_layers_per_core=max_layers_per_core,
+                                 progress=None if as_json else _progress_line)
+    result = map_model(model, target=target, objective=objective, mode=mode,
+                       settings=settings, input_shapes=shapes)
+    if not as_json:
+        if _PROGRESS["shown"]:
+            typer.echo("", err=True)
+        solve = result.report["solves"][0]
+        if solve.get("rule"):
+            _echo(solve["rule"])
     if out is not None:
         written = write_map_outputs(out, result)
         if not as_json:
             _echo("wrote " + ", ".join(str(p) for p in written))
     _print_report(result.report, as_json)
+
+
+_PROGRESS = {"shown": False}
+
+
+def _progress_line(event) -> None:
+    """The live line while solving: incumbent, bound and gap (exact) or best (GA)."""
+    if isinstance(event, tuple):
+        generation, best = event
+        text = f"GA generation {generation}: best {best:.6g}"
+    else:
+        gap = event.gap
+        text = (f"{event.wall_s:6.2f}s  incumbent {event.objective:.6g}  bound "
+                f"{event.bound:.6g}  gap {'-' if gap is None else f'{gap:.2%}'}")
+    _PROGRESS["shown"] = True
+    typer.echo("\r" + text.ljust(70), nl=False, err=True)
 
 
 @app.command("simulate")
@@ -197,6 +241,9 @@ def kernel_cmd(
         "--engine", help="cpsat | enumerate (both exact) | default (backend layout) | gpu.")]
     = "cpsat",
     seed: Annotated[int, typer.Option("--seed", help="CP-SAT random seed.")] = 0,
+    time_limit: Annotated[float | None, typer.Option(
+        "--time-limit", help="CP-SAT search wall-clock limit in seconds; when it binds, the "
+        "best draft found is reported as 'feasible' (not proven optimal).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Pick the tiling draft of a DRAM-PIM kernel (DCC) and compare it with the baselines."""
@@ -209,8 +256,11 @@ def kernel_cmd(
     if engine not in ENGINES:
         raise PimsolveInputError(f"--engine: unknown engine '{engine}'; engines: "
                                  f"{', '.join(ENGINES)}")
+    if time_limit is not None and not time_limit > 0:
+        raise PimsolveInputError(f"--time-limit must be positive, not {time_limit}")
+    options = SolveOptions(seed=seed, time_limit_s=time_limit)
     report = kernel_report(compile_kernel(spec, target=target, engine=engine,  # type: ignore
-                                          options=SolveOptions(seed=seed)))
+                                          options=options))
     if as_json:
         _echo(json.dumps(report, indent=1, sort_keys=True))
         return

@@ -24,6 +24,8 @@ class StopReason(Enum):
     TIME_LIMIT = "time_limit"
     DET_TIME_LIMIT = "det_time_limit"
     INTERRUPTED = "interrupted"
+    COMPLETED = "completed"
+    """A heuristic ran to its end (it proves nothing)."""
 
 
 @dataclass(frozen=True)

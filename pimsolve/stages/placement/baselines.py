@@ -1,0 +1,424 @@
+"""Baseline replication + placement methods, each ``(instance, objective) -> counts``.
+
+They are what the exact engines and the GA are compared with (PIMCOMP Sec. VI, VIII):
+
+* ``balance``: PIMCOMP-NN's ``ReplicationByBalance``: one more replica, again and again, to
+  the layer whose time ``ceil(W / r) * t_ag`` is the largest, while crossbars allow;
+* ``uniform``: PIMCOMP-NN's ``ReplicateUniformly``: one factor for every layer, the largest
+  that packs;
+* ``w0h0``: PIMCOMP-NN's ``ReplicationByW0H0``: factors proportional to the layer's output
+  width x height (its windows), relative to the second smallest, scaled to fit;
+* ``one-layer-per-core``: Polyhedral-like: every core holds array groups (AGs) of one layer
+  only; cores go to the slowest layer, which replicates to use them;
+* ``no-replication``: one replica per layer, AGs next-fit core after core (``reference.py``).
+
+All use the default unfolding (IK2,O,1 when the layer has it). Replicas are placed by
+:func:`pack`; when a replication does not pack, the largest factors are reduced until it does.
+The methods ignore the objective (as in PIMCOMP-NN): they only balance the AG time.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from pimsolve.errors import InfeasibleError
+from pimsolve.stages.placement.evaluate import LayerCounts
+from pimsolve.stages.placement.instance import PlacementInstance, PlacementLayer
+
+__all__ = ["BASELINES", "DEFAULT_UNFOLDING", "default_choices", "check_counts", "homes",
+           "pack", "balance", "uniform", "w0h0", "one_layer_per_core", "no_replication"]
+
+DEFAULT_UNFOLDING = "IK2,O,1"
+
+Baseline = Callable[[PlacementInstance, str], list[LayerCounts]]
+
+
+def default_choices(instance: PlacementInstance) -> list[int]:
+    """Per layer, the index of the default unfolding (IK2,O,1 if present, else the first)."""
+    out = []
+    for layer in instance.layers:
+        names = [c.unfolding for c in layer.choices]
+        out.append(names.index(DEFAULT_UNFOLDING) if DEFAULT_UNFOLDING in names else 0)
+    return out
+
+
+def check_counts(instance: PlacementInstance, counts: Sequence[LayerCounts]) -> str | None:
+    """Why ``counts`` is not a valid placement of ``instance`` (one line), or None if it is."""
+    if len(counts) != len(instance.layers):
+        return f"{len(counts)} layer counts for {len(instance.layers)} layers"
+    k = instance.cores
+    xbars = np.zeros(k, dtype=np.int64)
+    layers_on = np.zeros(k, dtype=np.int64)
+    for layer, c in zip(instance.layers, counts, strict=True):
+        name = layer.name
+        if not 0 <= c.choice < len(layer.choices):
+            return f"{name}: choice {c.choice} is not one of {len(layer.choices)} unfoldings"
+        if c.replication not in layer.replications:
+            return f"{name}: replication {c.replication} is not admissible"
+        for what in ("y", "rho", "ell"):
+            v = np.asarray(getattr(c, what))
+            if v.shape != (k,):
+                return f"{name}: {what} has shape {v.shape}, expected ({k},)"
+            if (v < 0).any():
+                return f"{name}: {what} has a negative count"
+        y, rho, ell = (np.asarray(v, dtype=np.int64) for v in (c.y, c.rho, c.ell))
+        u = layer.choices[c.choice]
+        a, r = u.ags, c.replication
+        if y.sum() != r * a:
+            return f"{name}: {y.sum()} AGs placed, replication {r} x {a} AGs needs {r * a}"
+        if rho.sum() != r:
+            return f"{name}: {rho.sum()} replica homes for replication {r}"
+        for bad, why in ((ell > y, "ell > y"), (ell > a * rho, "ell > A * rho"),
+                         (ell < rho, "a homed replica has no AG at home (ell < rho)")):
+            if bad.any():
+                return f"{name}: core {int(np.argmax(bad))}: {why}"
+        if instance.computing_mode == "CM" and ((y != ell) | (ell != a * rho)).any():
+            core = int(np.argmax((y != ell) | (ell != a * rho)))
+            return f"{name}: core {core}: core mode needs whole replicas on one core"
+        xbars += y * u.crossbars_per_ag
+        layers_on += y > 0
+    over = xbars > instance.crossbars_per_core
+    if over.any():
+        core = int(np.argmax(over))
+        return (f"core {core}: {int(xbars[core])} crossbars used, a core has "
+                f"{instance.crossbars_per_core}")
+    cap = instance.max_layers_per_core
+    if cap is not None and (layers_on > cap).any():
+        core = int(np.argmax(layers_on > cap))
+        return f"core {core}: {int(layers_on[core])} layers, at most {cap} allowed"
+    return None
+
+
+def homes(y: np.ndarray, ags: int) -> tuple[np.ndarray, np.ndarray]:
+    """``rho`` and ``ell`` of a layer whose AGs sit ``y[k]`` per core, ``ags`` per replica.
+
+    Each core homes ``y[k] // ags`` whole replicas; the left-over pieces, in core order, are
+    chained into replicas, each homed on the core holding its largest piece (first on ties).
+    """
+    y = np.asarray(y, dtype=np.int64)
+    rho = y // ags
+    ell = rho * ags
+    need, pieces = ags, []
+    for k in np.flatnonzero(y % ags):
+        left = int(y[k] % ags)
+        while left:
+            take = min(left, need)
+            pieces.append((take, k))
+            left -= take
+            need -= take
+            if need == 0:
+                n, home = max(pieces, key=lambda p: (p[0], -p[1]))
+                rho[home] += 1
+                ell[home] += n
+                need, pieces = ags, []
+    return rho, ell
+
+
+def _counts(instance: PlacementInstance, choices: Sequence[int],
+            y: np.ndarray) -> list[LayerCounts]:
+    """Counts from the AGs per layer and core (``y``: layers x cores)."""
+    out = []
+    for layer, u, row in zip(instance.layers, choices, y, strict=True):
+        a = layer.choices[u].ags
+        rho, ell = homes(row, a)
+        out.append(LayerCounts(u, int(row.sum()) // a, row.copy(), rho, ell))
+    return out
+
+
+def _load_per_ag(instance: PlacementInstance, choices: Sequence[int],
+                 reps: Sequence[int]) -> list[tuple[float, float]]:
+    """Per layer: per-core time one AG adds, and what a replica's home adds (ns)."""
+    out = []
+    for layer, u, r in zip(instance.layers, choices, reps, strict=True):
+        c = layer.choices[u]
+        m = layer.windows_per_replica(r)
+        out.append((m * c.issue_ns, m * (c.home_vfu_ns + c.home_local_ns)))
+    return out
+
+
+def pack(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int], *,
+         cores: Sequence[Sequence[int]] | None = None) -> list[LayerCounts] | None:
+    """Place ``reps[l]`` replicas of every layer, or None when they do not fit.
+
+    Replicas go largest first; a replica that fits on a core goes whole to the fitting core
+    with the least load (issue and home time), else (not in core mode) its AGs spread over
+    consecutive cores, starting at the one with the most room (its home). If that balanced
+    placement fails, plain first-fit is tried. ``cores[l]``, if given, lists the cores layer
+    ``l`` may use.
+    """
+    for balanced in (True, False):
+        y = _place(instance, choices, reps, cores, balanced)
+        if y is not None:
+            return _counts(instance, choices, y)
+    return None
+
+
+def _place(instance, choices, reps, cores, balanced: bool) -> np.ndarray | None:
+    n, k = len(instance.layers), instance.cores
+    cap, most = instance.crossbars_per_core, instance.max_layers_per_core
+    free = np.full(k, cap, dtype=np.int64)
+    load = np.zeros(k)
+    y = np.zeros((n, k), dtype=np.int64)
+    nlayers = np.zeros(k, dtype=np.int64)
+    loads = _load_per_ag(instance, choices, reps)
+    sizes = [(layer.choices[u].ags, layer.choices[u].crossbars_per_ag)
+             for layer, u in zip(instance.layers, choices, strict=True)]
+    order = sorted(range(n), key=lambda i: (-sizes[i][0] * sizes[i][1], i))
+    for i in order:
+        a, x = sizes[i]
+        allowed = np.zeros(k, dtype=bool)
+        if cores is None:
+            allowed[:] = True
+        else:
+            allowed[list(cores[i])] = True
+        ring = np.flatnonzero(allowed)
+        per_ag, per_home = loads[i]
+        for _ in range(reps[i]):
+            ok = allowed if most is None else allowed & ((y[i] > 0) | (nlayers < most))
+            fit = ok & (free >= a * x)
+            if fit.any():
+                at = int(np.argmin(np.where(fit, load, np.inf))) if balanced else int(
+                    np.argmax(fit))
+                nlayers[at] += y[i, at] == 0
+                y[i, at] += a
+                free[at] -= a * x
+                load[at] += a * per_ag + per_home
+                continue
+            if instance.computing_mode == "CM":
+                return None
+            slots = np.where(ok, free // x, 0)
+            if slots.sum() < a:
+                return None
+            home = int(np.argmax(slots))
+            start = int(np.searchsorted(ring, home))
+            need = a
+            for at in np.roll(ring, -start):
+                if need == 0:
+                    break
+                if not ok[at] or slots[at] == 0:
+                    continue
+                take = int(min(need, slots[at]))
+                nlayers[at] += y[i, at] == 0
+                y[i, at] += take
+                free[at] -= take * x
+                load[at] += take * per_ag + (per_home if need == a else 0.0)
+                need -= take
+                if most is not None:
+                    ok = allowed & ((y[i] > 0) | (nlayers < most))
+    return y
+
+
+def _snap(layer: PlacementLayer, r: float) -> int:
+    """The largest admissible replication <= r (same windows per replica as r), at least 1."""
+    reps = layer.replications
+    return reps[max(0, bisect.bisect_right(reps, r) - 1)]
+
+
+def _step(layer: PlacementLayer, r: int, by: int) -> int | None:
+    """The admissible replication ``by`` places after (or before, by < 0) ``r``, or None."""
+    j = layer.replications.index(r) + by
+    return layer.replications[j] if 0 <= j < len(layer.replications) else None
+
+
+def _replica_xbars(instance: PlacementInstance, choices: Sequence[int]) -> list[int]:
+    return [layer.choices[u].ags * layer.choices[u].crossbars_per_ag
+            for layer, u in zip(instance.layers, choices, strict=True)]
+
+
+def _infeasible(instance: PlacementInstance, method: str) -> InfeasibleError:
+    return InfeasibleError(f"{instance.model}: one replica of every layer does not pack onto "
+                           f"the {instance.cores} cores of {instance.target} ({method})")
+
+
+def _fit(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int], method: str,
+         *, cores: Sequence[Sequence[int]] | None = None) -> list[LayerCounts]:
+    """Pack ``reps``, reducing the largest factor (lowest layer on ties) until it packs."""
+    reps = list(reps)
+    while True:
+        counts = pack(instance, choices, reps, cores=cores)
+        if counts is not None:
+            return counts
+        movable = [i for i, layer in enumerate(instance.layers)
+                   if reps[i] > layer.replications[0]]
+        if not movable:
+            raise _infeasible(instance, method)
+        i = max(movable, key=lambda j: (reps[j], -j))
+        reps[i] = _step(instance.layers[i], reps[i], -1)
+
+
+def _time(layer: PlacementLayer, choice: int, r: int) -> float:
+    return layer.windows_per_replica(r) * layer.choices[choice].ag_ns
+
+
+def balance(instance: PlacementInstance, objective: str = "latency") -> list[LayerCounts]:
+    """PIMCOMP-NN balance: replicate the slowest layer while crossbars allow, then pack.
+
+    If the result does not pack, the last replicas given are taken back (binary search over
+    the greedy's steps).
+    """
+    choices = default_choices(instance)
+    size = _replica_xbars(instance, choices)
+    layers = instance.layers
+    reps = [layer.replications[0] for layer in layers]
+    used = sum(s * r for s, r in zip(size, reps, strict=True))
+    total = instance.cores * instance.crossbars_per_core
+    steps = [list(reps)]
+    while True:
+        i = max(range(len(layers)), key=lambda j: (_time(layers[j], choices[j], reps[j]), -j))
+        nxt = _step(layers[i], reps[i], 1)
+        if nxt is None or used + (nxt - reps[i]) * size[i] > total:
+            break
+        used += (nxt - reps[i]) * size[i]
+        reps[i] = nxt
+        steps.append(list(reps))
+    counts = pack(instance, choices, steps[-1])
+    if counts is not None:
+        return counts
+    if pack(instance, choices, steps[0]) is None:
+        raise _infeasible(instance, "balance")
+    lo, hi = 0, len(steps) - 1  # steps[lo] packs, steps[hi] does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if pack(instance, choices, steps[mid]) is None:
+            hi = mid
+        else:
+            lo = mid
+    return pack(instance, choices, steps[lo])
+
+
+def uniform(instance: PlacementInstance, objective: str = "latency") -> list[LayerCounts]:
+    """PIMCOMP-NN uniform: the largest factor f, the same for every layer, that packs.
+
+    A layer takes the largest admissible replication <= f (same windows per replica as f).
+    """
+    choices = default_choices(instance)
+    size = _replica_xbars(instance, choices)
+    layers = instance.layers
+    total = instance.cores * instance.crossbars_per_core
+
+    def reps_of(f: int) -> list[int]:
+        return [_snap(layer, f) for layer in layers]
+
+    f = max(layer.replications[-1] for layer in layers)
+    while f > 1 and sum(s * r for s, r in zip(size, reps_of(f), strict=True)) > total:
+        f -= 1
+    tried = None
+    for g in range(f, 0, -1):
+        reps = reps_of(g)
+        if reps == tried:
+            continue
+        tried = reps
+        counts = pack(instance, choices, reps)
+        if counts is not None:
+            return counts
+    raise _infeasible(instance, "uniform")
+
+
+def w0h0(instance: PlacementInstance, objective: str = "latency") -> list[LayerCounts]:
+    """PIMCOMP-NN W0H0: factor s * ceil(W_l / W_base), W_base the second smallest window count.
+
+    ``s`` is the largest scale whose replicas pack; if s = 1 does not, the largest factors
+    are reduced until they do.
+    """
+    choices = default_choices(instance)
+    size = _replica_xbars(instance, choices)
+    layers = instance.layers
+    total = instance.cores * instance.crossbars_per_core
+    distinct = sorted({layer.windows for layer in layers if len(layer.replications) > 1})
+    base = distinct[1] if len(distinct) > 1 else (distinct[0] if distinct else 1)
+    ratio = [-(-layer.windows // base) for layer in layers]
+
+    def reps_of(s: int) -> list[int]:
+        return [_snap(layer, s * q) for layer, q in zip(layers, ratio, strict=True)]
+
+    s = max(layer.replications[-1] for layer in layers)
+    while s > 1 and sum(x * r for x, r in zip(size, reps_of(s), strict=True)) > total:
+        s -= 1
+    tried = None
+    for g in range(s, 1, -1):
+        reps = reps_of(g)
+        if reps == tried:
+            continue
+        tried = reps
+        counts = pack(instance, choices, reps)
+        if counts is not None:
+            return counts
+    return _fit(instance, choices, reps_of(1), "w0h0")
+
+
+def one_layer_per_core(instance: PlacementInstance,
+                       objective: str = "latency") -> list[LayerCounts]:
+    """Polyhedral-like: each core holds AGs of one layer; layers replicate into their cores.
+
+    Every layer starts with the cores one replica needs; spare cores go, a few at a time, to
+    the slowest layer (as many as its next admissible replication needs); each layer then
+    takes the largest replication its cores hold, placed on consecutive cores.
+    """
+    choices = default_choices(instance)
+    layers = instance.layers
+    cap = instance.crossbars_per_core
+
+    def cores_for(i: int, r: int) -> int:
+        c = layers[i].choices[choices[i]]
+        whole = cap // (c.ags * c.crossbars_per_ag)
+        if whole or instance.computing_mode == "CM":
+            return -(-r // max(whole, 1)) if whole else instance.cores + 1
+        return -(-r * c.ags // (cap // c.crossbars_per_ag))
+
+    reps = [layer.replications[0] for layer in layers]
+    give = [cores_for(i, r) for i, r in enumerate(reps)]
+    spare = instance.cores - sum(give)
+    if spare < 0:
+        raise InfeasibleError(f"{instance.model}: one layer per core needs {sum(give)} cores, "
+                              f"{instance.target} has {instance.cores}")
+    while True:
+        i = max(range(len(layers)), key=lambda j: (_time(layers[j], choices[j], reps[j]), -j))
+        nxt = _step(layers[i], reps[i], 1)
+        if nxt is None or cores_for(i, nxt) - give[i] > spare:
+            break
+        spare -= cores_for(i, nxt) - give[i]
+        give[i] = cores_for(i, nxt)
+        reps[i] = nxt
+    for i, layer in enumerate(layers):  # use every core a layer was given
+        while (nxt := _step(layer, reps[i], 1)) is not None and cores_for(i, nxt) <= give[i]:
+            reps[i] = nxt
+    starts = np.cumsum([0, *give])
+    blocks = [range(int(starts[i]), int(starts[i + 1])) for i in range(len(layers))]
+    return _fit(instance, choices, reps, "one-layer-per-core", cores=blocks)
+
+
+def no_replication(instance: PlacementInstance,
+                   objective: str = "latency") -> list[LayerCounts]:
+    """One replica per layer, AGs next-fit core after core (a whole replica in core mode)."""
+    choices = default_choices(instance)
+    layers = instance.layers
+    cap, most, k = instance.crossbars_per_core, instance.max_layers_per_core, instance.cores
+    y = np.zeros((len(layers), k), dtype=np.int64)
+    core, used, here = 0, 0, 0
+    for i, layer in enumerate(layers):
+        c = layer.choices[choices[i]]
+        if instance.computing_mode == "CM" and used + c.ags * c.crossbars_per_ag > cap:
+            core, used, here = core + 1, 0, 0
+        for _ in range(c.ags):
+            if used + c.crossbars_per_ag > cap or (
+                    y[i, min(core, k - 1)] == 0 and most is not None and here >= most):
+                core, used, here = core + 1, 0, 0
+            if core >= k:
+                return _fit(instance, choices, [1] * len(layers), "no-replication")
+            here += y[i, core] == 0
+            y[i, core] += 1
+            used += c.crossbars_per_ag
+    return _counts(instance, choices, y)
+
+
+BASELINES: dict[str, Baseline] = {
+    "balance": balance,
+    "uniform": uniform,
+    "w0h0": w0h0,
+    "one-layer-per-core": one_layer_per_core,
+    "no-replication": no_replication,
+}
+"""The baseline engines by name."""

@@ -1,0 +1,221 @@
+"""The placement cost model: what a placement predicts, per core and per resource.
+
+This is the formulation's objective evaluated on a concrete placement (same symbols as
+``formulations/placement.md``), so the exact engines, the brute force, the baselines and the
+GA all score placements with one function. A placement is held as counts per layer and core:
+
+* ``y[k]``: AGs of the layer on core k;
+* ``rho[k]``: replicas whose home (first AG) is core k;
+* ``ell[k]``: AGs on core k of replicas homed on k (the rest travel: partial-sum traffic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pimsolve.errors import InputError
+from pimsolve.ir.mapping import LayerPlacement, Mapping, Partition
+from pimsolve.stages.placement.instance import PlacementInstance
+
+__all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES"]
+
+RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "gm", "path")
+"""What can bound the cycle (HT) or the latency (LL)."""
+
+
+@dataclass(frozen=True)
+class LayerCounts:
+    """One layer's decisions: unfolding choice, replication, and per-core counts."""
+
+    choice: int
+    replication: int
+    y: np.ndarray
+    rho: np.ndarray
+    ell: np.ndarray
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's values for one placement (ns, pJ)."""
+
+    time_ns: float
+    """HT: cycle time; LL: latency."""
+    resources: dict[str, float]
+    """The largest value of each resource (see ``RESOURCES``)."""
+    energy_pj: float
+    depth: int
+
+    @property
+    def bottleneck(self) -> str:
+        return max(self.resources, key=self.resources.__getitem__)
+
+    @property
+    def latency_ns(self) -> float:
+        return self.time_ns * self.depth if self.depth > 1 else self.time_ns
+
+    @property
+    def throughput_per_s(self) -> float:
+        return 1e9 / self.time_ns if self.time_ns > 0 else float("inf")
+
+    def objective(self, name: str) -> float:
+        """The value of objective ``name`` (latency, throughput, energy, edp), to minimize."""
+        if name == "energy":
+            return self.energy_pj
+        if name == "edp":
+            return self.energy_pj * self.time_ns
+        return self.time_ns
+
+
+def per_core(instance: PlacementInstance, counts: list[LayerCounts]) -> dict[str, np.ndarray]:
+    """Busy time (ns) of every per-core resource, per core."""
+    k = instance.cores
+    out = {name: np.zeros(k) for name in ("issue", "vfu", "local", "gport", "net_out",
+                                          "net_in")}
+    out["vfu"] += instance.vector_core_ns["vfu"] if instance.mode == "ht" else 0.0
+    out["gport"] += instance.vector_core_ns["gport"] if instance.mode == "ht" else 0.0
+    link = instance.link_bytes_per_ns
+    for layer, c in zip(instance.layers, counts, strict=True):
+        u = layer.choices[c.choice]
+        m = layer.windows_per_replica(c.replication)
+        py, prho, pell = c.y * m, c.rho * m, c.ell * m
+        out_ags = u.ags * prho - pell  # AG-windows of home replicas run elsewhere
+        in_ags = py - pell  # AG-windows run here for replicas homed elsewhere
+        out["issue"] += u.issue_ns * py
+        out["vfu"] += u.home_vfu_ns * prho
+        out["local"] += u.home_local_ns * prho
+        if instance.mode == "ht":
+            lam = layer.load_bytes[layer.replications.index(c.replication)]
+            out["gport"] += (c.rho * lam + prho * layer.store_bytes) / instance.gm_bytes_per_ns
+        else:
+            out["net_in"] += prho * layer.input_bytes / link
+            out["net_out"] += prho * layer.store_bytes / link
+        out["net_out"] += (u.in_bytes * out_ags + u.out_bytes * in_ags) / link
+        out["net_in"] += (u.out_bytes * out_ags + u.in_bytes * in_ags) / link
+    return out
+
+
+def predict(instance: PlacementInstance, counts: list[LayerCounts]) -> Prediction:
+    """The model's cycle time (HT) or latency (LL), its resources, and the energy."""
+    cores = per_core(instance, counts)
+    res = {name: float(v.max()) for name, v in cores.items()}
+    res["ag"] = max((layer.choices[c.choice].ag_ns * layer.windows_per_replica(c.replication)
+                     for layer, c in zip(instance.layers, counts, strict=True)), default=0.0)
+    if instance.mode == "ht":
+        chips = instance.cores // instance.cores_per_chip
+        res["gm"] = float(cores["gport"].reshape(chips, -1).sum(axis=1).max())
+        res["path"] = 0.0
+    else:
+        res["gm"] = 0.0
+        res["path"] = _critical_path(instance, counts)
+    energy = instance.constant_energy_pj
+    for layer, c in zip(instance.layers, counts, strict=True):
+        u = layer.choices[c.choice]
+        m = layer.windows_per_replica(c.replication)
+        energy += u.window_energy_pj * layer.windows
+        travel = (u.ags * c.rho - c.ell).sum() * m * (u.in_bytes + u.out_bytes)
+        energy += travel * instance.net_pj_per_byte_hop
+        if instance.mode == "ht":
+            lam = layer.load_bytes[layer.replications.index(c.replication)]
+            energy += (lam * c.replication + layer.store_bytes * layer.windows) * (
+                instance.gm_pj_per_byte)
+        else:
+            energy += (layer.input_bytes + layer.store_bytes) * layer.windows * (
+                instance.net_pj_per_byte_hop)
+    return Prediction(max(res.values()), res, energy,
+                      instance.depth if instance.mode == "ht" else 1)
+
+
+def window_ns(instance: PlacementInstance, layer_index: int, choice: int) -> float:
+    """LL: time between two windows of one replica (its slowest per-window resource)."""
+    layer = instance.layers[layer_index]
+    u = layer.choices[choice]
+    link = instance.link_bytes_per_ns
+    return max(u.ag_ns, u.home_vfu_ns, u.home_local_ns, layer.input_bytes / link,
+               layer.store_bytes / link)
+
+
+def _critical_path(instance: PlacementInstance, counts: list[LayerCounts]) -> float:
+    """LL: S_l >= S_p + min(f W_p, m_p) t_p;  F_l >= S_l + m_l t_l;  F_l >= F_p + t_l."""
+    start = [0.0] * len(instance.layers)
+    finish = [0.0] * len(instance.layers)
+    by_consumer: dict[int, list] = {}
+    for e in instance.edges:
+        by_consumer.setdefault(e.consumer, []).append(e)
+    for i, (layer, c) in enumerate(zip(instance.layers, counts, strict=True)):
+        t = window_ns(instance, i, c.choice)
+        m = layer.windows_per_replica(c.replication)
+        s, f = 0.0, 0.0
+        for e in by_consumer.get(i, ()):
+            p = instance.layers[e.producer]
+            pc = counts[e.producer]
+            tp = window_ns(instance, e.producer, pc.choice)
+            need = min(_need(p.windows, e.fraction), p.windows_per_replica(pc.replication))
+            s = max(s, start[e.producer] + need * tp)
+            f = max(f, finish[e.producer] + t)
+        start[i] = s
+        finish[i] = max(f, s + m * t)
+    return max(finish, default=0.0)
+
+
+def _need(windows: int, fraction: float) -> int:
+    return max(1, int(np.ceil(windows * fraction - 1e-9)))
+
+
+def counts_of(instance: PlacementInstance, mapping: Mapping) -> list[LayerCounts]:
+    """The counts of a Mapping (the home of a replica is the core of its first AG)."""
+    by_name = {p.layer: p for p in mapping.layers}
+    out = []
+    for layer in instance.layers:
+        p = by_name.get(layer.name)
+        if p is None:
+            raise InputError(f"mapping places no array group of layer {layer.name}")
+        names = [c.unfolding for c in layer.choices]
+        if p.unfolding not in names:
+            raise InputError(f"layer {layer.name}: unfolding {p.unfolding} is not a choice "
+                             f"({', '.join(names)})")
+        y = np.zeros(instance.cores, dtype=np.int64)
+        rho = np.zeros_like(y)
+        ell = np.zeros_like(y)
+        for cores in p.cores:
+            home = cores[0]
+            rho[home] += 1
+            for core in cores:
+                y[core] += 1
+                ell[core] += core == home
+        out.append(LayerCounts(names.index(p.unfolding), p.replication, y, rho, ell))
+    return out
+
+
+def decode(instance: PlacementInstance, counts: list[LayerCounts], *, engine: str,
+           model: str | None = None, layer_order: tuple[str, ...] = ()) -> Mapping:
+    """A Mapping with exactly these counts: every (layer, replica, AG) on a core.
+
+    Each core's home replicas take ``ell`` of its AGs (at least their first); their other
+    AGs go to the cores with AGs to spare, nearest core number first.
+    """
+    layers = []
+    for layer, c in zip(instance.layers, counts, strict=True):
+        u = layer.choices[c.choice]
+        spare = {k: int(c.y[k] - c.ell[k]) for k in range(instance.cores) if c.y[k] > c.ell[k]}
+        replicas: list[tuple[int, ...]] = []
+        for k in range(instance.cores):
+            homes = int(c.rho[k])
+            if not homes:
+                continue
+            local = [int(c.ell[k]) // homes + (j < int(c.ell[k]) % homes) for j in range(homes)]
+            for n in local:
+                cores = [k] * n
+                while len(cores) < u.ags:
+                    near = min(spare, key=lambda x: (abs(x - k), x))
+                    take = min(spare[near], u.ags - len(cores))
+                    cores += [near] * take
+                    spare[near] -= take
+                    if spare[near] == 0:
+                        del spare[near]
+                replicas.append(tuple(cores))
+        layers.append(LayerPlacement(layer.name, u.unfolding, c.replication, tuple(replicas)))
+    return Mapping(model or instance.model, instance.target, instance.mode, engine,
+                   (Partition(layer_order or tuple(x.name for x in instance.layers)),),
+                   tuple(layers))

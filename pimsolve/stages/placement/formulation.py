@@ -1,0 +1,356 @@
+"""Exact replication and array-group placement (PIMCOMP Sec. VI as one integer model).
+
+Written up in ``formulations/placement.md`` with the same symbols. The model is built once as a
+``solve.model.IntModel`` and solved by CP-SAT or by a MILP engine; ``decode`` turns its values
+into per-core counts and ``evaluate.decode`` into a Mapping. ``evaluate.predict`` computes the
+very same objective for any placement, which the brute-force tests use.
+
+Time is in ticks of 0.01 ns; a resource with cost ``c`` ns per unit enters as the rational
+``c * 100`` ticks, and each constraint ``T >= sum(c_i x_i)`` is multiplied by the common
+denominator, so both engines solve exactly the model ``predict`` evaluates (up to the tick).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from pimsolve.errors import InputError
+from pimsolve.solve.model import Expr, IntModel, Var, total
+from pimsolve.stages.placement.evaluate import LayerCounts, _need, window_ns
+from pimsolve.stages.placement.instance import PlacementInstance
+
+__all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "decode_values",
+           "hint_values"]
+
+TICKS_PER_NS = 100
+ENERGY_UNIT_PJ = 1000
+"""EDP multiplies energy in nJ (ceil) by time in ticks."""
+
+
+def _ticks(ns: float) -> Fraction:
+    return Fraction(ns * TICKS_PER_NS).limit_denominator(10_000)
+
+
+@dataclass
+class PlacementModel:
+    """The model and the variables ``decode_values`` and ``hint_values`` need."""
+
+    model: IntModel
+    instance: PlacementInstance
+    objective: str
+    z: dict[tuple[int, int, int], Var]
+    """z[l, u, r_index]: layer l uses unfolding u and replication R_l[r_index]."""
+    y: dict[tuple[int, int, int], Var]
+    rho: dict[tuple[int, int, int], Var]
+    ell: dict[tuple[int, int, int], Var]
+    time: Var
+    energy: Var | None
+
+
+class _Budget:
+    """Collects ``T >= sum(coef * expr) + const`` with rational coefficients."""
+
+    def __init__(self) -> None:
+        self.terms: list[tuple[Fraction, Expr]] = []
+        self.constant = Fraction(0)
+
+    def add(self, coef: Fraction, expr: Expr | Var) -> None:
+        if coef:
+            self.terms.append((coef, Expr.of(expr)))
+
+    def bound(self, model: IntModel, time: Var, name: str) -> None:
+        if not self.terms and not self.constant:
+            return
+        den = math.lcm(*(c.denominator for c, _ in self.terms), self.constant.denominator)
+        body = total(e * int(c * den) for c, e in self.terms)
+        model.add(time * den - body, lo=math.ceil(self.constant * den), name=name)
+
+
+def build_model(instance: PlacementInstance, objective: str) -> PlacementModel:
+    """The integer model of placing ``instance`` for ``objective``."""
+    if objective not in ("latency", "throughput", "energy", "edp"):
+        raise InputError(f"objective must be latency, throughput, energy or edp, not "
+                         f"{objective!r}")
+    model = IntModel(f"placement {instance.model} on {instance.target} ({instance.mode})")
+    K, C = instance.cores, instance.crossbars_per_core
+    ht = instance.mode == "ht"
+    z, y, rho, ell = {}, {}, {}, {}
+    m_of, lam_of = [], []
+    for li, layer in enumerate(instance.layers):
+        ms = [layer.windows_per_replica(r) for r in layer.replications]
+        for ui, u in enumerate(layer.choices):
+            for ri, r in enumerate(layer.replications):
+                if r * u.ags * u.crossbars_per_ag <= K * C:
+                    z[li, ui, ri] = model.boolean(f"z[{layer.name},{u.unfolding},{r}]")
+        model.equal(total(v for (a, _, _), v in z.items() if a == li), 1, f"one[{layer.name}]")
+        m = model.var(min(ms), max(ms), f"m[{layer.name}]")
+        model.equal(m - total(v * ms[ri] for (a, _, ri), v in z.items() if a == li), 0,
+                    f"m[{layer.name}]")
+        m_of.append(m)
+        if ht:
+            lam = model.var(min(layer.load_bytes), max(layer.load_bytes), f"lam[{layer.name}]")
+            model.equal(lam - total(v * layer.load_bytes[ri]
+                                    for (a, _, ri), v in z.items() if a == li), 0,
+                        f"lam[{layer.name}]")
+            lam_of.append(lam)
+        for ui, u in enumerate(layer.choices):
+            top = C // u.crossbars_per_ag
+            for k in range(K):
+                y[li, ui, k] = model.var(0, top, f"y[{layer.name},{u.unfolding},{k}]")
+                rho[li, ui, k] = model.var(0, top, f"rho[{layer.name},{u.unfolding},{k}]")
+                ell[li, ui, k] = model.var(0, top, f"ell[{layer.name},{u.unfolding},{k}]")
+                model.add(ell[li, ui, k] - y[li, ui, k], hi=0)
+                model.add(ell[li, ui, k] - rho[li, ui, k] * u.ags, hi=0)
+                model.add(ell[li, ui, k] - rho[li, ui, k], lo=0)
+                if instance.computing_mode == "CM":
+                    model.equal(y[li, ui, k] - ell[li, ui, k])
+                    model.equal(y[li, ui, k] - rho[li, ui, k] * u.ags)
+            reps = total(v * layer.replications[ri]
+                         for (a, b, ri), v in z.items() if a == li and b == ui)
+            model.equal(total(y[li, ui, k] for k in range(K)) - reps * u.ags, 0,
+                        f"ags[{layer.name},{u.unfolding}]")
+            model.equal(total(rho[li, ui, k] for k in range(K)) - reps, 0,
+                        f"homes[{layer.name},{u.unfolding}]")
+    for k in range(K):
+        model.add(total(y[li, ui, k] * u.crossbars_per_ag
+                        for li, layer in enumerate(instance.layers)
+                        for ui, u in enumerate(layer.choices)), hi=C, name=f"crossbars[{k}]")
+    if instance.max_layers_per_core is not None:
+        for k in range(K):
+            present = []
+            for li, layer in enumerate(instance.layers):
+                b = model.boolean(f"on[{layer.name},{k}]")
+                top = max(C // u.crossbars_per_ag for u in layer.choices)
+                model.add(b * top - total(y[li, ui, k] for ui in range(len(layer.choices))),
+                          lo=0)
+                present.append(b)
+            model.add(total(present), hi=instance.max_layers_per_core, name=f"layers[{k}]")
+    # symmetry: the cores of a chip are identical to the model; order them by crossbars used
+    per_chip = instance.cores_per_chip
+    used = [total(y[li, ui, k] * u.crossbars_per_ag for li, layer in enumerate(instance.layers)
+                  for ui, u in enumerate(layer.choices)) for k in range(K)]
+    for k in range(K - 1):
+        if (k + 1) % per_chip:
+            model.add(used[k] - used[k + 1], lo=0, name=f"order[{k}]")
+
+    time = model.var(0, 1, "T")  # bound widened below, once the budgets are known
+    budgets: dict[str, _Budget] = {}
+
+    def budget(name: str) -> _Budget:
+        return budgets.setdefault(name, _Budget())
+
+    link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
+    gbw = Fraction(1) / Fraction(instance.gm_bytes_per_ns).limit_denominator(10_000)
+    travel_bytes: list[tuple[int, Expr]] = []
+    for li, layer in enumerate(instance.layers):
+        m = m_of[li]
+        agb = budget(f"ag[{layer.name}]")
+        for (a, ui, ri), v in z.items():
+            if a == li:
+                u = layer.choices[ui]
+                agb.add(_ticks(u.ag_ns) * layer.windows_per_replica(layer.replications[ri]), v)
+        for ui, u in enumerate(layer.choices):
+            for k in range(K):
+                py = model.product(y[li, ui, k], m, f"Py[{layer.name},{u.unfolding},{k}]")
+                pr = model.product(rho[li, ui, k], m, f"Pr[{layer.name},{u.unfolding},{k}]")
+                pe = model.product(ell[li, ui, k], m, f"Pe[{layer.name},{u.unfolding},{k}]")
+                away = pr * u.ags - pe
+                came = py - pe
+                budget(f"issue[{k}]").add(_ticks(u.issue_ns), py)
+                budget(f"vfu[{k}]").add(_ticks(u.home_vfu_ns), pr)
+                budget(f"local[{k}]").add(_ticks(u.home_local_ns), pr)
+                out, inn = budget(f"net_out[{k}]"), budget(f"net_in[{k}]")
+                out.add(_ticks(u.in_bytes) * link, away)
+                out.add(_ticks(u.out_bytes) * link, came)
+                inn.add(_ticks(u.out_bytes) * link, away)
+                inn.add(_ticks(u.in_bytes) * link, came)
+                travel_bytes.append((int(u.in_bytes + u.out_bytes), away))
+                if ht:
+                    pl = model.product(rho[li, ui, k], lam_of[li],
+                                       f"Pl[{layer.name},{u.unfolding},{k}]")
+                    for name in (f"gport[{k}]", f"gm[{k // per_chip}]"):
+                        budget(name).add(_ticks(1) * gbw, pl)
+                        budget(name).add(_ticks(layer.store_bytes) * gbw, pr)
+                else:
+                    inn.add(_ticks(layer.input_bytes) * link, pr)
+                    out.add(_ticks(layer.store_bytes) * link, pr)
+    _aggregate_cuts(model, instance, z, time)
+    if ht:
+        for k in range(K):
+            budget(f"vfu[{k}]").constant += _ticks(instance.vector_core_ns["vfu"])
+            budget(f"gport[{k}]").constant += _ticks(instance.vector_core_ns["gport"])
+            budget(f"gm[{k // per_chip}]").constant += _ticks(instance.vector_core_ns["gport"])
+    else:
+        _critical_path(model, instance, z, budget)
+    for name, b in budgets.items():
+        b.bound(model, time, name)
+    model.upper[time.index] = _time_upper(model, budgets)
+
+    energy = None
+    if objective in ("energy", "edp"):
+        energy = _energy(model, instance, z, travel_bytes, lam_of)
+    if objective == "energy":
+        model.minimize(energy)
+    elif objective == "edp":
+        model.minimize(model.product(energy, time, "EDP"))
+    else:
+        model.minimize(time)
+    return PlacementModel(model, instance, objective, z, y, rho, ell, time, energy)
+
+
+def _aggregate_cuts(model: IntModel, instance: PlacementInstance, z, time: Var) -> None:
+    """Valid cuts that give the LP relaxation its strength: summed over all K cores, each
+    per-core resource is at most K T, and its sum is linear in z (A_u r m_r AG-windows,
+    r m_r replica-windows, r lam_r load bytes per layer)."""
+    K = instance.cores
+    gbw = Fraction(1) / Fraction(instance.gm_bytes_per_ns).limit_denominator(10_000)
+    sums: dict[str, _Budget] = {name: _Budget() for name in ("issue", "vfu", "local", "gport")}
+    for (li, ui, ri), v in z.items():
+        layer = instance.layers[li]
+        u, r = layer.choices[ui], layer.replications[ri]
+        rm = r * layer.windows_per_replica(r)
+        sums["issue"].add(_ticks(u.issue_ns) * u.ags * rm, v)
+        sums["vfu"].add(_ticks(u.home_vfu_ns) * rm, v)
+        sums["local"].add(_ticks(u.home_local_ns) * rm, v)
+        if instance.mode == "ht":
+            sums["gport"].add(_ticks(1) * gbw * (layer.load_bytes[ri] * r
+                                                 + layer.store_bytes * rm), v)
+    if instance.mode == "ht":
+        sums["vfu"].constant += _ticks(instance.vector_core_ns["vfu"]) * K
+        sums["gport"].constant += _ticks(instance.vector_core_ns["gport"]) * K
+    for name, b in sums.items():
+        b.terms = [(c / K, e) for c, e in b.terms]
+        b.constant /= K
+        b.bound(model, time, f"all_{name}")
+
+
+def _time_upper(model: IntModel, budgets: dict[str, _Budget]) -> int:
+    worst = 1
+    for b in budgets.values():
+        den = math.lcm(*(c.denominator for c, _ in b.terms), b.constant.denominator)
+        hi = sum(int(c * den) * model.bounds_of(e)[1] for c, e in b.terms)
+        worst = max(worst, math.ceil((hi + b.constant * den) / den))
+    return worst
+
+
+def _critical_path(model: IntModel, instance: PlacementInstance, z, budget) -> None:
+    """LL: S_l >= S_p + d_pl;  F_l >= S_l + tau_l;  F_l >= F_p + t_l;  T >= F_l."""
+    n = len(instance.layers)
+    horizon = 0
+    tau, step, lag = {}, {}, {}
+    for li, layer in enumerate(instance.layers):
+        tau[li] = total(v * math.ceil(_ticks(window_ns(instance, li, ui))
+                                      * layer.windows_per_replica(layer.replications[ri]))
+                        for (a, ui, ri), v in z.items() if a == li)
+        step[li] = total(v * math.ceil(_ticks(window_ns(instance, li, ui)))
+                         for (a, ui, _), v in z.items() if a == li)
+        horizon += model.bounds_of(tau[li])[1] + model.bounds_of(step[li])[1]
+    for e in instance.edges:
+        p = instance.layers[e.producer]
+        need = _need(p.windows, e.fraction)
+        lag[e.producer, e.consumer] = total(
+            v * math.ceil(_ticks(window_ns(instance, e.producer, ui))
+                          * min(need, p.windows_per_replica(p.replications[ri])))
+            for (a, ui, ri), v in z.items() if a == e.producer)
+        horizon += model.bounds_of(lag[e.producer, e.consumer])[1]
+    start = [model.var(0, horizon, f"S[{x.name}]") for x in instance.layers]
+    finish = [model.var(0, horizon, f"F[{x.name}]") for x in instance.layers]
+    for li in range(n):
+        model.add(finish[li] - start[li] - tau[li], lo=0, name=f"run[{li}]")
+        budget(f"path[{li}]").add(Fraction(1), finish[li])
+    for e in instance.edges:
+        model.add(start[e.consumer] - start[e.producer] - lag[e.producer, e.consumer], lo=0)
+        model.add(finish[e.consumer] - finish[e.producer] - step[e.consumer], lo=0)
+
+
+def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes, lam_of) -> Var:
+    """E (in ENERGY_UNIT_PJ, rounded up per term) = constant + per-choice + traffic."""
+    terms: list[tuple[Fraction, Expr]] = []
+    unit = Fraction(ENERGY_UNIT_PJ)
+    for li, layer in enumerate(instance.layers):
+        for (a, ui, ri), v in z.items():
+            if a != li:
+                continue
+            u, r = layer.choices[ui], layer.replications[ri]
+            e = Fraction(u.window_energy_pj).limit_denominator(1000) * layer.windows
+            if instance.mode == "ht":
+                e += Fraction(instance.gm_pj_per_byte).limit_denominator(1000) * (
+                    layer.load_bytes[ri] * r + Fraction(layer.store_bytes) * layer.windows)
+            else:
+                e += Fraction(instance.net_pj_per_byte_hop).limit_denominator(1000) * (
+                    Fraction(layer.input_bytes + layer.store_bytes) * layer.windows)
+            terms.append((e / unit, Expr.of(v)))
+    hop = Fraction(instance.net_pj_per_byte_hop).limit_denominator(1000)
+    for nbytes, away in travel_bytes:
+        terms.append((hop * nbytes / unit, away))
+    constant = Fraction(instance.constant_energy_pj).limit_denominator(1000) / unit
+    den = math.lcm(*(c.denominator for c, _ in terms), constant.denominator)
+    body = total(e * int(c * den) for c, e in terms)
+    lo, hi = model.bounds_of(body)
+    energy = model.var(0, math.ceil((hi + constant * den) / den) + 1, "E")
+    model.add(energy * den - body, lo=math.ceil(constant * den), name="energy")
+    return energy
+
+
+def decode_values(pm: PlacementModel, values: list[int]) -> list[LayerCounts]:
+    """Per-layer counts from a solution's values."""
+    import numpy as np
+
+    inst = pm.instance
+    out = []
+    for li, layer in enumerate(inst.layers):
+        (_, ui, ri), = [key for key, v in pm.z.items() if key[0] == li and values[v.index]]
+        y, rho = (np.array([values[table[li, ui, k].index] for k in range(inst.cores)],
+                           dtype=np.int64) for table in (pm.y, pm.rho))
+        # the most AGs the homes can keep (the model may leave slack where it costs nothing)
+        ell = np.minimum(y, rho * layer.choices[ui].ags)
+        out.append(LayerCounts(ui, layer.replications[ri], y, rho, ell))
+    return out
+
+
+def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]:
+    """A hint from a known placement: its cores reordered per chip to satisfy the symmetry
+    breaking, with the decision variables, m, lam and the products they imply."""
+    import numpy as np
+
+    inst = pm.instance
+    used = sum(c.y * inst.layers[i].choices[c.choice].crossbars_per_ag
+               for i, c in enumerate(counts))
+    per_chip = inst.cores_per_chip
+    order = np.concatenate([base + np.argsort(-used[base:base + per_chip], kind="stable")
+                            for base in range(0, inst.cores, per_chip)])
+    hint: dict[Var, int] = {}
+    value: dict[int, int] = {}
+    names = {n: i for i, n in enumerate(pm.model.names)}
+    for li, (layer, c) in enumerate(zip(inst.layers, counts, strict=True)):
+        ri = layer.replications.index(c.replication) if c.replication in (
+            layer.replications) else None
+        for (a, ui, rj), v in pm.z.items():
+            if a == li:
+                hint[v] = int(ui == c.choice and rj == ri)
+        value[names[f"m[{layer.name}]"]] = layer.windows_per_replica(c.replication)
+        if f"lam[{layer.name}]" in names and ri is not None:
+            value[names[f"lam[{layer.name}]"]] = layer.load_bytes[ri]
+        for ui in range(len(layer.choices)):
+            for k in range(inst.cores):
+                same = ui == c.choice
+                src = order[k]
+                hint[pm.y[li, ui, k]] = int(c.y[src]) if same else 0
+                hint[pm.rho[li, ui, k]] = int(c.rho[src]) if same else 0
+                hint[pm.ell[li, ui, k]] = int(c.ell[src]) if same else 0
+    value.update({v.index: x for v, x in hint.items()})
+    for p, x, y, _ in pm.model.products:
+        if x in value and y in value:
+            hint[Var(p)] = value[x] * value[y]
+    for i, x in value.items():
+        hint.setdefault(Var(i), x)
+    if inst.mode == "ht":  # T: the placement's predicted cycle, a tick of slack per term
+        from pimsolve.stages.placement.evaluate import predict
+
+        ticks = math.ceil(predict(inst, counts).time_ns * TICKS_PER_NS * 1.0001) + 2
+        hint[pm.time] = min(ticks, pm.model.upper[pm.time.index])
+    if pm.energy is not None:
+        hint[pm.energy] = pm.model.upper[pm.energy.index]
+    return hint

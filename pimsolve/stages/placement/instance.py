@@ -1,0 +1,279 @@
+"""The placement instance: what replication and placement decide, and what each choice costs.
+
+Built from the Graph, its Workload and the target, once per map. Costs are per window (one
+input vector) and come from what the reference codegen emits for a replica (see
+``codegen/generate.py``): every array group (AG) runs ``steps`` MVMs per window; the replica's
+home core (the core of its first AG) loads the window's new input pixels from global memory
+(HT) or receives them (LL), copies the im2col slices that span several pixels, sends each AG
+that sits on another core its input slice and receives its partial sums, adds the partial sums
+and the bias on its vector unit, and stores or sends the output pixel. Symbols follow
+``formulations/placement.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from pimsolve.errors import InfeasibleError
+from pimsolve.ir import Graph, LayerKind, Workload
+from pimsolve.lowering.unfold import EMITTED_FORMATS, ag_rows
+from pimsolve.target import CrossbarTarget
+
+__all__ = ["Choice", "PlacementLayer", "Edge", "PlacementInstance", "build_instance"]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One unfolding u of a layer: its AGs and its per-window costs (ns, bytes, pJ)."""
+
+    unfolding: str
+    ags: int
+    """A_u: AGs per replica."""
+    crossbars_per_ag: int
+    """X_u."""
+    ag_ns: float
+    """t^ag_u: busy time of one AG per window (steps x mvm latency)."""
+    issue_ns: float
+    """t^is_u: issue slots one AG takes per window on its core (steps x issue interval)."""
+    home_vfu_ns: float
+    """t^v_u: home vector unit per window (partial-sum and bias adds)."""
+    home_local_ns: float
+    """t^c_u: home local-memory port per window (im2col copies)."""
+    in_bytes: int
+    """b^in_u: input slice an AG receives per window when it sits off its home core."""
+    out_bytes: int
+    """b^out_u: partial sums such an AG sends back per window."""
+    window_energy_pj: float
+    """e_u: crossbar, ADC, DAC, vector and local-memory energy of one replica-window."""
+
+
+@dataclass(frozen=True)
+class PlacementLayer:
+    """A crossbar layer: its windows, unfolding choices and admissible replications."""
+
+    name: str
+    windows: int
+    """W_l."""
+    choices: tuple[Choice, ...]
+    replications: tuple[int, ...]
+    """R_l: admissible replication factors (each gives a smaller ceil(W_l / r))."""
+    load_bytes: tuple[int, ...]
+    """Per r in R_l: HT global-memory loads of one replica on average (its windows' distinct
+    input pixels, PIMCOMP's input reuse inside a replica)."""
+    store_bytes: float
+    """Output bytes per window (stored in HT, sent on in LL)."""
+    input_bytes: float
+    """Input pixel bytes per window in LL (received from the producer's core)."""
+
+    def windows_per_replica(self, r: int) -> int:
+        """m_{l,r} = ceil(W_l / r)."""
+        return -(-self.windows // r)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """LL: layer ``consumer`` can start once ``fraction`` of ``producer``'s windows are done."""
+
+    producer: int
+    consumer: int
+    fraction: float
+
+
+@dataclass(frozen=True)
+class PlacementInstance:
+    """Everything the placement formulations, baselines and GA need."""
+
+    model: str
+    target: str
+    mode: str
+    cores: int
+    cores_per_chip: int
+    crossbars_per_core: int
+    computing_mode: str
+    layers: tuple[PlacementLayer, ...]
+    edges: tuple[Edge, ...]
+    depth: int
+    """HT pipeline depth (compute layers on the longest path)."""
+    vector_core_ns: dict[str, float]
+    """Per core, vector-layer time spread over all cores (HT) by resource."""
+    vector_gm_bytes: float
+    """HT: global-memory bytes of vector layers per inference (all cores)."""
+    gm_bytes_per_ns: float
+    link_bytes_per_ns: float
+    hop_ns: float
+    gm_latency_ns: float
+    gm_pj_per_byte: float
+    net_pj_per_byte_hop: float
+    constant_energy_pj: float
+    """Energy every mapping spends (vector layers, graph input and output)."""
+    max_layers_per_core: int | None = None
+
+    def layer_index(self, name: str) -> int:
+        return next(i for i, layer in enumerate(self.layers) if layer.name == name)
+
+
+def _distinct_pixels(geometry, windows: range) -> int:
+    """Input pixels the windows ``windows`` of a convolution read (padding excluded)."""
+    ho, wo = geometry.output_hw
+    hi, wi = geometry.input_hw
+    kh, kw = geometry.kernel
+    (sh, sw), (dh, dw) = geometry.strides, geometry.dilations
+    t = np.arange(windows.start, windows.stop)
+    n, rest = np.divmod(t, ho * wo)
+    oy, ox = np.divmod(rest, wo)
+    ys = oy[:, None] * sh - geometry.pads[0] + np.arange(kh)[None, :] * dh
+    xs = ox[:, None] * sw - geometry.pads[1] + np.arange(kw)[None, :] * dw
+    y = np.repeat(ys, kw, axis=1)
+    x = np.tile(xs, (1, kh))
+    ok = (y >= 0) & (y < hi) & (x >= 0) & (x < wi)
+    pix = (n[:, None] * hi * wi + y * wi + x)[ok]
+    return len(np.unique(pix))
+
+
+def _replications(windows: int, limit: int) -> tuple[int, ...]:
+    """1..limit, keeping only r whose ceil(W / r) is smaller than that of r - 1."""
+    out, last = [], None
+    for r in range(1, max(1, limit) + 1):
+        m = -(-windows // r)
+        if m != last:
+            out.append(r)
+            last = m
+    return tuple(out)
+
+
+def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mode: str,
+                   *, max_replication: int | None = None,
+                   max_layers_per_core: int | None = None,
+                   unfoldings: str = "all") -> PlacementInstance:
+    """The placement instance of ``workload`` on ``target`` in ``mode`` ('ht' or 'll').
+
+    ``unfoldings``: 'all' (every valid one the codegen emits) or 'default' (IK2,O,1 only).
+    ``max_replication`` caps R_l (default: the crossbars and windows allow).
+    """
+    _xb, core, chip = target.crossbar, target.core, target.chip
+    eb = target.numerics.activation_bits / 8
+    vu, _lm = core.vector_unit, core.local_memory
+    per_core = core.crossbars
+    total = target.crossbars
+    layers = []
+    for m in workload.mvm_layers:
+        geo = graph.layer(m.layer).mvm
+        choices = []
+        for u in m.unfoldings:
+            if u.name not in EMITTED_FORMATS or (unfoldings == "default"
+                                                 and u.name != m.unfolding.name):
+                continue
+            if u.crossbars_per_ag > per_core or (
+                    target.computing_mode == "CM" and u.crossbars > per_core):
+                continue
+            choices.append(_choice(u, geo, target, eb))
+        if not choices:
+            u = m.unfolding
+            need = u.crossbars if target.computing_mode == "CM" else u.crossbars_per_ag
+            what = "a whole replica (core mode)" if target.computing_mode == "CM" else (
+                "one array group")
+            raise InfeasibleError(f"layer {m.layer}: {what} needs {need} crossbars, a core of "
+                                  f"{target.name} has {per_core}")
+        smallest = min(c.ags * c.crossbars_per_ag for c in choices)
+        limit = min(m.windows, total // smallest)
+        if max_replication is not None:
+            limit = min(limit, max_replication)
+        reps = _replications(m.windows, limit)
+        if geo.kernel == (1, 1) and geo.strides == (1, 1) or graph.layer(m.layer).kind is (
+                LayerKind.GEMM):
+            loads = tuple(math.ceil(m.windows * m.input_bytes_per_window / r) for r in reps)
+        else:
+            loads = tuple(math.ceil(
+                sum(_distinct_pixels(geo, range(k * m.windows // r, (k + 1) * m.windows // r))
+                    for k in range(r)) * (geo.in_channels * eb) / r) for r in reps)
+        layers.append(PlacementLayer(m.layer, m.windows, tuple(choices), reps, loads,
+                                     m.output_bytes_per_window, m.input_bytes_per_window))
+    edges, depth = _pipeline(graph, [p.name for p in layers])
+    vec_ns = sum(math.ceil(v.ops / vu.lanes) * vu.op_latency_ns for v in workload.vector_layers)
+    vec_bytes = sum(v.input_bytes + v.output_bytes for v in workload.vector_layers
+                    if v.kind == "vector")
+    cores = target.cores
+    vector_core_ns = {"vfu": vec_ns / cores,
+                      "gport": vec_bytes / chip.global_memory.bandwidth_gb_per_s / cores}
+    io_bytes = sum(t.size for t in (*graph.inputs, *graph.outputs)) * eb
+    constant = (vec_ns / vu.op_latency_ns * vu.lanes * vu.energy_pj_per_op
+                + io_bytes * chip.global_memory.energy_pj_per_byte)
+    return PlacementInstance(
+        model=workload.model, target=target.name, mode=mode, cores=cores,
+        cores_per_chip=chip.cores, crossbars_per_core=per_core,
+        computing_mode=target.computing_mode, layers=tuple(layers), edges=edges, depth=depth,
+        vector_core_ns=vector_core_ns, vector_gm_bytes=vec_bytes,
+        gm_bytes_per_ns=chip.global_memory.bandwidth_gb_per_s,
+        link_bytes_per_ns=chip.interconnect.bandwidth_gb_per_s,
+        hop_ns=chip.interconnect.hop_latency_ns, gm_latency_ns=chip.global_memory.latency_ns,
+        gm_pj_per_byte=chip.global_memory.energy_pj_per_byte,
+        net_pj_per_byte_hop=chip.interconnect.energy_pj_per_byte_hop,
+        constant_energy_pj=constant, max_layers_per_core=max_layers_per_core)
+
+
+def _choice(u, geo, target: CrossbarTarget, eb: float) -> Choice:
+    """Per-window costs of unfolding ``u`` (mirrors ``codegen.generate._mvm_task``)."""
+    xb, core = target.crossbar, target.core
+    vu, lm = core.vector_unit, core.local_memory
+    rows = ag_rows(u, geo.groups, xb.rows)
+    cg = geo.in_channels // geo.groups
+    steps = [math.ceil(n / xb.parallel_rows) for _, _, n in rows]
+    cols = u.width
+    lanes = math.ceil(cols / vu.lanes) * vu.op_latency_ns
+    # the first AG of each group writes the output, every other AG (and every extra row
+    # block) adds one partial-sum vector; the bias add covers all output channels
+    adds = (len(rows) - geo.groups) + sum(s - 1 for s in steps)
+    vfu = adds * lanes + math.ceil(geo.out_channels / vu.lanes) * vu.op_latency_ns
+    # an AG whose rows span several input pixels gets its slice copied together
+    copied = sum(n for _, start, n in rows if start // cg != (start + n - 1) // cg)
+    local = copied * eb / lm.bandwidth_gb_per_s
+    n_rows = sum(n for _, _, n in rows)
+    energy = (u.crossbars_per_ag * n_rows / xb.rows * (xb.mvm_energy_pj + xb.dac_energy_pj)
+              + u.crossbars_per_ag * sum(steps) * xb.adc_energy_pj
+              + (adds * cols + geo.out_channels) * vu.energy_pj_per_op
+              + (n_rows + len(rows) * cols + copied * 2
+                 + 3 * adds * cols) * eb * lm.energy_pj_per_byte)
+    return Choice(u.name, u.array_groups, u.crossbars_per_ag,
+                  ag_ns=max(steps) * xb.mvm_latency_ns,
+                  issue_ns=max(steps) * core.mvm_issue_interval_ns,
+                  home_vfu_ns=vfu, home_local_ns=local,
+                  in_bytes=math.ceil(n_rows / len(rows) * eb), out_bytes=math.ceil(cols * eb),
+                  window_energy_pj=energy)
+
+
+def _pipeline(graph: Graph, mvm_names: list[str]) -> tuple[tuple[Edge, ...], int]:
+    """LL edges between crossbar layers (through vector layers) and the HT pipeline depth."""
+    dag = graph.dag
+    index = {n: i for i, n in enumerate(mvm_names)}
+    compute = [n for n in nx.topological_sort(dag)
+               if graph.layer(n).kind is not LayerKind.DATA or graph.layer(n).op == "Concat"]
+    depth_of: dict[str, int] = {}
+    for n in nx.topological_sort(dag):
+        own = 1 if n in compute else 0
+        depth_of[n] = own + max((depth_of[p] for p in dag.predecessors(n)), default=0)
+    depth = max(depth_of.values(), default=1)
+    edges = []
+    for name in mvm_names:
+        layer = graph.layer(name)
+        geo = layer.mvm
+        if layer.kind is LayerKind.GEMM:
+            fraction = 1.0
+        else:
+            needed = min(geo.input_hw[0], (geo.kernel[0] - 1) * geo.dilations[0] + 1
+                         - geo.pads[0])
+            fraction = max(needed, 1) / geo.input_hw[0]
+        seen, stack = set(), list(dag.predecessors(name))
+        while stack:
+            p = stack.pop()
+            if p in seen:
+                continue
+            seen.add(p)
+            if p in index:
+                edges.append(Edge(index[p], index[name], fraction))
+            else:
+                stack.extend(dag.predecessors(p))
+    return tuple(sorted(set(edges), key=lambda e: (e.consumer, e.producer))), depth

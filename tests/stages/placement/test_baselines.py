@@ -1,0 +1,258 @@
+"""The baseline placements: valid counts, decodable, and each does what its method says."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pimsolve.api import inspect_model
+from pimsolve.errors import InfeasibleError
+from pimsolve.frontend.load import load_onnx
+from pimsolve.lowering import lower
+from pimsolve.stages.placement.baselines import (
+    BASELINES,
+    check_counts,
+    default_choices,
+    homes,
+    pack,
+)
+from pimsolve.stages.placement.evaluate import LayerCounts, counts_of, decode, predict
+from pimsolve.stages.placement.instance import build_instance
+from pimsolve.stages.placement.reference import reference_mapping
+from pimsolve.target import load_target
+from tests.simulate.test_checks import tiny_cnn
+
+
+def small_target(cores: int, crossbars: int, mode: str = "XBM"):
+    """ISAAC with ``cores`` cores of ``crossbars`` crossbars and 8-bit cells (1 column slice)."""
+    t = load_target("isaac")
+    return t.model_copy(update={
+        "name": f"isaac-{cores}x{crossbars}-{mode}", "computing_mode": mode,
+        "numerics": t.numerics.model_copy(update={"weight_bits": 8}),
+        "crossbar": t.crossbar.model_copy(update={"cell_bits": 8}),
+        "chip": t.chip.model_copy(update={"cores": cores}),
+        "core": t.core.model_copy(update={"crossbars": crossbars})})
+
+
+@functools.cache
+def vgg8(target: str = "isaac", mode: str = "ht", max_layers_per_core: int | None = None):
+    """vgg8-28 on ``target``: 'isaac', or 'small' (12 x 64, XBM), 'cm' (8 x 320, core mode),
+    'tiny' (4 x 64: one replica of every layer does not fit)."""
+    loaded = {"isaac": "isaac", "small": small_target(12, 64), "cm": small_target(8, 320, "CM"),
+              "tiny": small_target(4, 64)}[target]
+    ins = inspect_model("vgg8-28", target=loaded)
+    return build_instance(ins.graph, ins.workload, ins.target, mode,
+                          max_layers_per_core=max_layers_per_core), ins
+
+
+CASES = [("isaac", "ht", None), ("small", "ht", None), ("small", "ll", 2), ("cm", "ht", None)]
+
+
+def _run(name: str, case) -> list[LayerCounts] | None:
+    inst, _ = vgg8(*case)
+    if name == "one-layer-per-core" and case[0] == "small":
+        with pytest.raises(InfeasibleError, match="one layer per core needs"):
+            BASELINES[name](inst, "latency")
+        return None
+    return BASELINES[name](inst, "latency")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_baseline_counts_are_valid_and_decode(name, case) -> None:
+    counts = _run(name, case)
+    if counts is None:
+        return
+    inst, _ = vgg8(*case)
+    assert check_counts(inst, counts) is None
+    choices = default_choices(inst)
+    assert [c.choice for c in counts] == choices
+    mapping = decode(inst, counts, engine=name)
+    assert mapping.engine == name
+    for layer, p, c in zip(inst.layers, mapping.layers, counts, strict=True):
+        assert p.layer == layer.name
+        assert p.replication == c.replication == len(p.cores)
+        assert all(len(r) == layer.choices[c.choice].ags for r in p.cores)
+    back = counts_of(inst, mapping)
+    for a, b in zip(counts, back, strict=True):
+        assert a.replication == b.replication
+        assert np.array_equal(a.y, b.y)
+        assert np.array_equal(a.rho, b.rho) and np.array_equal(a.ell, b.ell)
+
+
+def _layer_times(inst, counts) -> np.ndarray:
+    return np.array([layer.windows_per_replica(c.replication) * layer.choices[c.choice].ag_ns
+                     for layer, c in zip(inst.layers, counts, strict=True)])
+
+
+@pytest.mark.parametrize("case", [("isaac", "ht", None), ("small", "ht", None),
+                                  ("cm", "ht", None)], ids=lambda c: c[0])
+def test_balance_equalizes_layer_times(case) -> None:
+    inst, _ = vgg8(*case)
+    bal = _layer_times(inst, BASELINES["balance"](inst, "latency"))
+    none = _layer_times(inst, BASELINES["no-replication"](inst, "latency"))
+    assert bal.max() / bal.min() < none.max() / none.min()
+    assert bal.max() < none.max()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+def test_uniform_uses_one_factor(case) -> None:
+    inst, _ = vgg8(*case)
+    counts = BASELINES["uniform"](inst, "latency")
+    f = max(c.replication for c in counts)
+    for layer, c in zip(inst.layers, counts, strict=True):
+        # the layer's largest admissible replication <= f (same windows per replica as f)
+        assert c.replication == max(r for r in layer.replications if r <= f)
+    if case[:2] == ("isaac", "ht"):
+        assert f > 1
+
+
+def test_w0h0_follows_windows() -> None:
+    inst, _ = vgg8()
+    counts = BASELINES["w0h0"](inst, "latency")
+    reps = [c.replication for c in counts]
+    windows = [layer.windows for layer in inst.layers]
+    for i in range(len(reps)):
+        for j in range(len(reps)):
+            if windows[i] > windows[j]:
+                assert reps[i] >= reps[j]
+    assert max(reps) > 1
+
+
+@pytest.mark.parametrize("case", [("isaac", "ht", None), ("cm", "ht", None)], ids=str)
+def test_one_layer_per_core(case) -> None:
+    inst, _ = vgg8(*case)
+    counts = BASELINES["one-layer-per-core"](inst, "latency")
+    layers_on = sum((c.y > 0).astype(int) for c in counts)
+    assert layers_on.max() == 1
+    assert max(c.replication for c in counts) > 1
+
+
+@pytest.mark.parametrize("case", [("isaac", "ht", None), ("small", "ht", None),
+                                  ("cm", "ht", None)], ids=str)
+def test_no_replication_is_the_reference_mapping(case) -> None:
+    inst, ins = vgg8(*case)
+    counts = BASELINES["no-replication"](inst, "latency")
+    assert all(c.replication == 1 for c in counts)
+    ref = counts_of(inst, reference_mapping(ins.workload, ins.target, case[1]))
+    for a, b in zip(counts, ref, strict=True):  # same AGs per core (homes may differ: the
+        assert np.array_equal(a.y, b.y)          # baseline homes a replica at its largest piece)
+        assert a.ell.sum() >= b.ell.sum()
+
+
+def test_replication_pays_off_on_isaac() -> None:
+    inst, _ = vgg8()
+    none = predict(inst, BASELINES["no-replication"](inst, "latency")).time_ns
+    for name in ("balance", "uniform", "w0h0", "one-layer-per-core"):
+        assert predict(inst, BASELINES[name](inst, "latency")).time_ns < none
+
+
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_infeasible_when_one_replica_each_does_not_pack(name) -> None:
+    inst, _ = vgg8("tiny")
+    with pytest.raises(InfeasibleError):
+        BASELINES[name](inst, "latency")
+
+
+def test_pack_returns_none_when_replicas_do_not_fit() -> None:
+    inst, _ = vgg8("small")
+    choices = default_choices(inst)
+    assert pack(inst, choices, [1] * len(inst.layers)) is not None
+    assert pack(inst, choices, [layer.replications[-1] for layer in inst.layers]) is None
+
+
+def _broken(inst, counts, i, **change) -> list[LayerCounts]:
+    out = list(counts)
+    out[i] = dataclasses.replace(counts[i], **change)
+    return out
+
+
+def test_check_counts_names_what_is_wrong() -> None:
+    inst, _ = vgg8("small")
+    counts = BASELINES["balance"](inst, "latency")
+    assert check_counts(inst, counts) is None
+    i = next(j for j, c in enumerate(counts) if c.replication > 1)
+    c = counts[i]
+    k = int(np.argmax(c.rho))
+    bump = np.zeros_like(c.y)
+    bump[k] = 1
+    assert "AGs placed" in check_counts(inst, _broken(inst, counts, i, y=c.y + bump))
+    assert "replica homes" in check_counts(inst, _broken(inst, counts, i, rho=c.rho + bump))
+    assert "ell > y" in check_counts(inst, _broken(inst, counts, i, ell=c.ell + c.y + 1))
+    assert "ell < rho" in check_counts(inst, _broken(inst, counts, i, ell=c.ell * 0))
+    assert "not admissible" in check_counts(inst, _broken(inst, counts, i, replication=10**6))
+    assert "choice" in check_counts(inst, _broken(inst, counts, i, choice=99))
+    assert "shape" in check_counts(inst, _broken(inst, counts, i, y=c.y[:-1]))
+    assert "layer counts" in check_counts(inst, counts[:-1])
+    # every AG of every layer on core 0: too many crossbars
+    crowded = [dataclasses.replace(x, y=np.eye(1, inst.cores, 0, dtype=np.int64)[0] * x.y.sum(),
+                                   rho=np.eye(1, inst.cores, 0, dtype=np.int64)[0] * x.rho.sum(),
+                                   ell=np.eye(1, inst.cores, 0, dtype=np.int64)[0] * x.y.sum())
+               for x in counts]
+    assert "crossbars used" in check_counts(inst, crowded)
+    capped = dataclasses.replace(inst, max_layers_per_core=1)
+    assert "layers, at most 1" in check_counts(capped, counts)
+    cm = dataclasses.replace(inst, computing_mode="CM")  # balance spreads Conv_5's replicas
+    assert "core mode" in check_counts(cm, counts)
+
+
+# -- property tests on a tiny CNN --------------------------------------------------------
+
+@functools.cache
+def tiny(cores: int = 3, crossbars: int = 4, mode: str = "ht"):
+    target = small_target(cores, crossbars)
+    graph = load_onnx(tiny_cnn())
+    return build_instance(graph, lower(graph, target), target, mode, max_replication=4)
+
+
+@st.composite
+def placements(draw, inst):
+    """A random placement: per replica a home core, and a core for each of its AGs."""
+    counts, used = [], np.zeros(inst.cores, dtype=np.int64)
+    cores = st.integers(0, inst.cores - 1)
+    for layer in inst.layers:
+        choice = draw(st.integers(0, len(layer.choices) - 1))
+        u = layer.choices[choice]
+        r = draw(st.sampled_from(layer.replications))
+        y, rho, ell = (np.zeros(inst.cores, dtype=np.int64) for _ in range(3))
+        for _ in range(r):
+            home = draw(cores)
+            rho[home] += 1
+            where = [home] + [draw(cores) for _ in range(u.ags - 1)]
+            for k in where:
+                y[k] += 1
+                ell[k] += k == home
+        used += y * u.crossbars_per_ag
+        counts.append(LayerCounts(choice, r, y, rho, ell))
+    return counts, used
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_valid_placements_pass_check_counts(data) -> None:
+    inst = tiny()
+    counts, used = data.draw(placements(inst))
+    fits = bool((used <= inst.crossbars_per_core).all())
+    why = check_counts(inst, counts)
+    if fits:
+        assert why is None
+        mapping = decode(inst, counts, engine="test")
+        assert [p.replication for p in mapping.layers] == [c.replication for c in counts]
+    else:
+        assert "crossbars used" in why
+
+
+@settings(max_examples=100, deadline=None)
+@given(ags=st.integers(1, 6), y=st.lists(st.integers(0, 9), min_size=1, max_size=6))
+def test_homes_gives_valid_rho_and_ell(ags, y) -> None:
+    y = np.array(y, dtype=np.int64)
+    y[-1] += (-int(y.sum())) % ags
+    rho, ell = homes(y, ags)
+    assert rho.sum() * ags == y.sum()
+    assert (ell <= y).all() and (ell <= ags * rho).all() and (ell >= rho).all()
+    assert (ell >= y // ags * ags).all()  # whole replicas stay at home

@@ -1,0 +1,140 @@
+"""Exactness of the placement model: CP-SAT and both MILP engines find the brute-force optimum.
+
+Tiny instances (3 crossbar layers, 2-3 cores of 2-3 crossbars, 128x128 crossbars): the brute
+force enumerates every unfolding, replication and per-core placement (AGs per core, replica
+homes; each home keeps as many of its AGs as it can, which never costs more) and scores each
+with ``evaluate.predict``, the function the model encodes.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+import pytest
+
+from pimsolve.frontend.load import load_onnx
+from pimsolve.lowering import lower
+from pimsolve.solve.model import check_values, solve_model
+from pimsolve.stages.placement.evaluate import LayerCounts, counts_of, decode, predict
+from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_model, decode_values
+from pimsolve.stages.placement.instance import build_instance
+from pimsolve.target import CrossbarTarget, load_target
+from tests.simulate.test_checks import tiny_cnn
+
+
+@functools.cache
+def instance(cores: int, crossbars: int, mode: str, chips: int = 1):
+    data = load_target("isaac").model_dump()
+    data.update(name=f"tiny-{cores}x{crossbars}")
+    data["chip"]["cores"] = cores
+    data["core"]["crossbars"] = crossbars
+    target = CrossbarTarget.model_validate(data)
+    graph = load_onnx(tiny_cnn())
+    return build_instance(graph, lower(graph, target), target, mode, max_replication=2)
+
+
+def _spreads(total: int, cores: int, cap: int):
+    """Every vector of ``cores`` non-negative ints <= cap summing to ``total``."""
+    for v in itertools.product(range(min(total, cap) + 1), repeat=cores):
+        if sum(v) == total:
+            yield np.array(v, dtype=np.int64)
+
+
+def _layer_options(inst, li):
+    layer = inst.layers[li]
+    for ui, u in enumerate(layer.choices):
+        for r in layer.replications:
+            for y in _spreads(r * u.ags, inst.cores, inst.crossbars_per_core // u.crossbars_per_ag):
+                for rho in _spreads(r, inst.cores, r):
+                    ell = np.minimum(y, u.ags * rho)
+                    if (ell < rho).any():
+                        continue
+                    yield LayerCounts(ui, r, y, rho, ell)
+
+
+def brute_force(inst, objective: str) -> float:
+    """The smallest ``predict`` objective over every valid placement."""
+    best = float("inf")
+    per_layer = [list(_layer_options(inst, li)) for li in range(len(inst.layers))]
+    for combo in itertools.product(*per_layer):
+        used = sum(c.y * inst.layers[i].choices[c.choice].crossbars_per_ag
+                   for i, c in enumerate(combo))
+        if (used > inst.crossbars_per_core).any():
+            continue
+        best = min(best, predict(inst, list(combo)).objective(objective))
+    return best
+
+
+def to_model_units(objective: str, value: float) -> float:
+    return value * TICKS_PER_NS
+
+
+CASES = [(2, 2, "ht"), (2, 3, "ht"), (3, 2, "ht"), (2, 2, "ll"), (3, 2, "ll")]
+
+
+@pytest.mark.parametrize(("cores", "crossbars", "mode"), CASES)
+@pytest.mark.parametrize("engine", ["cpsat", "milp", "milp-highs"])
+def test_exact_engines_find_the_brute_force_optimum(cores, crossbars, mode, engine):
+    inst = instance(cores, crossbars, mode)
+    objective = "throughput" if mode == "ht" else "latency"
+    want = brute_force(inst, objective)
+    pm = build_model(inst, objective)
+    result, values = solve_model(pm.model, engine)
+    assert result.status.value == "optimal"
+    assert check_values(pm.model, values)
+    # the model rounds each resource up to the tick: within one tick of the brute force
+    assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1
+    counts = decode_values(pm, values)
+    assert predict(inst, counts).objective(objective) == pytest.approx(want, abs=0.01)
+
+
+@pytest.mark.parametrize("objective", ["energy"])
+def test_cpsat_and_milp_agree_on_energy(objective):
+    inst = instance(2, 3, "ht")
+    values = {}
+    for engine in ("cpsat", "milp"):
+        pm = build_model(inst, objective)
+        result, vals = solve_model(pm.model, engine)
+        assert result.status.value == "optimal"
+        values[engine] = result.objective
+    assert values["cpsat"] == values["milp"]
+
+
+@pytest.mark.parametrize("objective", ["energy", "edp"])
+def test_energy_and_edp_optima_match_brute_force(objective):
+    """Energy enters the model in nJ rounded up per term, so within 0.1% of the brute force."""
+    inst = instance(2, 2, "ht")
+    want = brute_force(inst, objective)
+    pm = build_model(inst, objective)
+    result, values = solve_model(pm.model, "cpsat")
+    assert result.status.value == "optimal"
+    got = predict(inst, decode_values(pm, values)).objective(objective)
+    assert got == pytest.approx(want, rel=1e-3)
+
+
+def test_decoded_mapping_has_the_counts_the_model_chose():
+    inst = instance(3, 2, "ht")
+    pm = build_model(inst, "throughput")
+    _, values = solve_model(pm.model, "cpsat")
+    counts = decode_values(pm, values)
+    mapping = decode(inst, counts, engine="cpsat")
+    again = counts_of(inst, mapping)
+    for a, b in zip(counts, again, strict=True):
+        assert (a.choice, a.replication) == (b.choice, b.replication)
+        assert (a.y == b.y).all() and (a.rho == b.rho).all() and (a.ell == b.ell).all()
+        for replica in next(p for p in mapping.layers if p.layer == inst.layers[
+                again.index(b)].name).cores:
+            assert len(replica) == inst.layers[again.index(b)].choices[b.choice].ags
+
+
+def test_replication_is_exact_not_approximated():
+    """m_l takes exactly ceil(W_l / r) for the chosen r (one boolean per admissible r)."""
+    inst = instance(2, 3, "ht")
+    pm = build_model(inst, "throughput")
+    _, values = solve_model(pm.model, "cpsat")
+    for li, layer in enumerate(inst.layers):
+        m = next(i for i, n in enumerate(pm.model.names) if n == f"m[{layer.name}]")
+        (_, _, ri), = [k for k, v in pm.z.items() if k[0] == li and values[v.index]]
+        assert values[m] == -(-layer.windows // layer.replications[ri])
