@@ -223,8 +223,6 @@ def _solve_cpsat(model: IntModel, options: SolveOptions, hint, progress):
     solver = cp_model.CpSolver()
     text = parameters_text(options)
     solver.parameters.parse_text_format(text)
-    if hint:
-        solver.parameters.repair_hint = True
     start = time.perf_counter()
 
     class _Callback(cp_model.CpSolverSolutionCallback):

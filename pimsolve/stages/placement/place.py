@@ -112,6 +112,18 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
             raise InfeasibleError(f"{instance.model} cannot be placed on {instance.target}: "
                                   "the crossbars do not hold one replica of every layer "
                                   "(partition the model)")
+        if seed_counts is not None:  # keep the hint: the best baseline, not proven
+            kept = SolveResult(
+                engine=result.engine, status=Status.FEASIBLE,
+                objective=predict(instance, seed_counts).objective(objective), bound=None,
+                gap=None, wall_s=result.wall_s, deterministic_s=result.deterministic_s,
+                seed=result.seed, stop_reason=result.stop_reason, params=result.params,
+                stats=result.stats)
+            out = _outcome(instance, seed_counts, engine, objective, order, kept)
+            return PlacementOutcome(out.mapping, kept, out.prediction, engine,
+                                    (rule + "; " if rule else "") + f"{engine} found no "
+                                    "placement within the time limit: kept its hint, the best "
+                                    "baseline (no bound)", size)
         if rule:
             out = _ga(instance, objective, options, order, ga_progress)
             return PlacementOutcome(out.mapping, out.result, out.prediction, "ga",

@@ -1,0 +1,120 @@
+"""Placement engines side by side: exact (CP-SAT, MILP), the GA and every baseline.
+
+One run maps each model on each target in both modes with every engine, simulates the program
+and writes ``benchmarks/results/placement.csv`` / ``.md``: the simulated metric (HT: throughput,
+LL: latency), achieved / physical bound, the solver's status and gap, compile (placement) time,
+and the formulation's prediction against the simulator. The summary gives the geomean speedup
+of CP-SAT over every other engine.
+
+    python benchmarks/placement/run_placement.py --models vgg8-28 --time-limit 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import time
+from pathlib import Path
+
+from pimsolve.api import PlacementSettings, map_model
+from pimsolve.errors import InputError
+
+ENGINES = ("cpsat", "milp-highs", "ga", "balance", "uniform", "w0h0", "one-layer-per-core",
+           "no-replication")
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def row(model: str, target: str, mode: str, engine: str, limit: float) -> dict:
+    objective = "throughput" if mode == "ht" else "latency"
+    started = time.perf_counter()
+    try:
+        r = map_model(model, target=target, objective=objective, mode=mode,
+                      settings=PlacementSettings(engine=engine, time_limit_s=limit))
+    except InputError as exc:
+        return {"model": model, "target": target, "mode": mode, "engine": engine,
+                "error": str(exc)}
+    rep = r.report
+    m, solve, pred = rep["metrics"], rep["solves"][0], rep.get("prediction", {})
+    value = m["throughput_per_s"] if mode == "ht" else m["latency_s"]
+    return {"model": model, "target": target, "mode": mode, "engine": engine,
+            "metric": "throughput_per_s" if mode == "ht" else "latency_s", "value": value,
+            "over_bound": rep["achieved_over_bound"]["throughput_per_s" if mode == "ht"
+                                                     else "latency_s"],
+            "status": solve["status"], "gap": solve.get("gap"),
+            "placement_s": round(solve["wall_s"], 3),
+            "total_s": round(time.perf_counter() - started, 2),
+            "predicted": pred.get("cycle_s" if mode == "ht" else "latency_s"),
+            "simulated": pred.get("simulated"),
+            "prediction_error": pred.get("relative_error"),
+            "bottleneck": pred.get("bottleneck"), "checks": rep["checks"]["passed"],
+            "error": ""}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="vgg8-28,resnet18-28,resnet34,googlenet")
+    ap.add_argument("--targets", default="isaac,puma,arch-c")
+    ap.add_argument("--modes", default="ht,ll")
+    ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--time-limit", type=float, default=10.0)
+    ap.add_argument("--name", default="placement")
+    args = ap.parse_args()
+    rows = []
+    for model in args.models.split(","):
+        for target in args.targets.split(","):
+            for mode in args.modes.split(","):
+                for engine in args.engines.split(","):
+                    rows.append(row(model, target, mode, engine, args.time_limit))
+                    print({k: rows[-1].get(k) for k in ("model", "target", "mode", "engine",
+                                                       "value", "status", "gap",
+                                                       "prediction_error", "error")},
+                          flush=True)
+    RESULTS.mkdir(exist_ok=True)
+    keys = ["model", "target", "mode", "engine", "metric", "value", "over_bound", "status",
+            "gap", "placement_s", "total_s", "predicted", "simulated", "prediction_error",
+            "bottleneck", "checks", "error"]
+    with open(RESULTS / f"{args.name}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, keys)
+        w.writeheader()
+        w.writerows(rows)
+    lines = ["| " + " | ".join(keys[:-1]) + " |", "|" + "---|" * (len(keys) - 1)]
+    for r in rows:
+        lines.append("| " + " | ".join(_fmt(r.get(k)) for k in keys[:-1]) + " |")
+    lines += ["", "Geomean speedup of CP-SAT over each engine (HT: throughput ratio, LL: latency "
+              "ratio; rows where both ran):", "", "| engine | rows | geomean | CP-SAT worse in |",
+              "|---|---|---|---|"]
+    for engine in args.engines.split(","):
+        if engine == "cpsat":
+            continue
+        ratios, worse = [], 0
+        for r in rows:
+            if r["engine"] != engine or r.get("error"):
+                continue
+            c = next((x for x in rows if x["engine"] == "cpsat" and not x.get("error") and all(
+                x[k] == r[k] for k in ("model", "target", "mode"))), None)
+            if c is None:
+                continue
+            ratio = (c["value"] / r["value"]) if r["mode"] == "ht" else (r["value"] / c["value"])
+            ratios.append(ratio)
+            worse += ratio < 0.999
+        if ratios:
+            g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+            lines.append(f"| {engine} | {len(ratios)} | {g:.3f} | {worse} |")
+    errs = [abs(r["prediction_error"]) for r in rows if r.get("prediction_error") is not None]
+    if errs:
+        errs.sort()
+        lines += ["", f"Prediction vs simulator: {len(errs)} rows, median |error| "
+                  f"{errs[len(errs) // 2]:.1%}, max {errs[-1]:.1%}, within 5%: "
+                  f"{sum(e <= 0.05 for e in errs)}"]
+    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
+
+
+if __name__ == "__main__":
+    main()
