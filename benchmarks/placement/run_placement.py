@@ -70,11 +70,16 @@ def main() -> None:
                                                        "value", "status", "gap",
                                                        "prediction_error", "error")},
                           flush=True)
+                    write(rows, args.engines.split(","), args.name)  # a partial run keeps rows
+
+
+def write(rows: list[dict], engines: list[str], name: str) -> None:
+    """The CSV and the Markdown table with the geomean summary."""
     RESULTS.mkdir(exist_ok=True)
     keys = ["model", "target", "mode", "engine", "metric", "value", "over_bound", "status",
             "gap", "placement_s", "total_s", "predicted", "simulated", "prediction_error",
             "bottleneck", "checks", "error"]
-    with open(RESULTS / f"{args.name}.csv", "w", newline="") as f:
+    with open(RESULTS / f"{name}.csv", "w", newline="") as f:
         w = csv.DictWriter(f, keys)
         w.writeheader()
         w.writerows(rows)
@@ -84,7 +89,7 @@ def main() -> None:
     lines += ["", "Geomean speedup of CP-SAT over each engine (HT: throughput ratio, LL: latency "
               "ratio; rows where both ran):", "", "| engine | rows | geomean | CP-SAT worse in |",
               "|---|---|---|---|"]
-    for engine in args.engines.split(","):
+    for engine in engines:
         if engine == "cpsat":
             continue
         ratios, worse = [], 0
@@ -107,7 +112,9 @@ def main() -> None:
         lines += ["", f"Prediction vs simulator: {len(errs)} rows, median |error| "
                   f"{errs[len(errs) // 2]:.1%}, max {errs[-1]:.1%}, within 5%: "
                   f"{sum(e <= 0.05 for e in errs)}"]
-    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
+
+
 
 
 def _fmt(v) -> str:

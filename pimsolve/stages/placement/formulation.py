@@ -310,6 +310,27 @@ def decode_values(pm: PlacementModel, values: list[int]) -> list[LayerCounts]:
     return out
 
 
+def _path_ticks(inst: PlacementInstance, counts: list[LayerCounts]):
+    """LL start and finish ticks of each layer, exactly as ``_critical_path`` counts them."""
+    start = [0] * len(inst.layers)
+    finish = [0] * len(inst.layers)
+    for li, (layer, c) in enumerate(zip(inst.layers, counts, strict=True)):
+        t = _ticks(window_ns(inst, li, c.choice))
+        s = 0
+        f = 0
+        for e in inst.edges:
+            if e.consumer != li:
+                continue
+            p, pc = inst.layers[e.producer], counts[e.producer]
+            need = min(_need(p.windows, e.fraction), p.windows_per_replica(pc.replication))
+            s = max(s, start[e.producer] + math.ceil(
+                _ticks(window_ns(inst, e.producer, pc.choice)) * need))
+            f = max(f, finish[e.producer] + math.ceil(t))
+        start[li] = s
+        finish[li] = max(f, s + math.ceil(t * layer.windows_per_replica(c.replication)))
+    return start, finish
+
+
 def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]:
     """A hint from a known placement: its cores reordered per chip to satisfy the symmetry
     breaking, with the decision variables, m, lam and the products they imply."""
@@ -346,11 +367,17 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
             hint[Var(p)] = value[x] * value[y]
     for i, x in value.items():
         hint.setdefault(Var(i), x)
-    if inst.mode == "ht":  # T: the placement's predicted cycle, a tick of slack per term
-        from pimsolve.stages.placement.evaluate import predict
+    from pimsolve.stages.placement.evaluate import predict
 
-        ticks = math.ceil(predict(inst, counts).time_ns * TICKS_PER_NS * 1.0001) + 2
-        hint[pm.time] = min(ticks, pm.model.upper[pm.time.index])
+    # T: the placement's predicted value, with slack for the per-term rounding up
+    ticks = math.ceil(predict(inst, counts).time_ns * TICKS_PER_NS * 1.0001) + 2
+    if inst.mode == "ll":  # S, F: the model's own recurrences on its integer coefficients
+        start, finish = _path_ticks(inst, counts)
+        for li, layer in enumerate(inst.layers):
+            hint[Var(names[f"S[{layer.name}]"])] = start[li]
+            hint[Var(names[f"F[{layer.name}]"])] = finish[li]
+        ticks = max([ticks, *finish])
+    hint[pm.time] = min(ticks, pm.model.upper[pm.time.index])
     if pm.energy is not None:
         hint[pm.energy] = pm.model.upper[pm.energy.index]
     return hint
