@@ -235,11 +235,8 @@ def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarT
                         ga_progress=ga_progress)
         mapping = outcome.mapping
         r = outcome.result
-        solve = {"stage": "placement", "engine": r.engine, "status": r.status.value,
-                 "objective": r.objective, "bound": r.bound, "gap": r.gap,
-                 "wall_s": time.perf_counter() - started, "solver_wall_s": r.wall_s,
-                 "deterministic_s": r.deterministic_s, "seed": r.seed,
-                 "stop_reason": r.stop_reason.value, "rule": outcome.rule,
+        solve = {**r.as_record("placement"), "wall_s": time.perf_counter() - started,
+                 "solver_wall_s": r.wall_s, "rule": outcome.rule,
                  "model_size": outcome.size, "objective_name": objective,
                  "objective_units": {"latency": "ns", "throughput": "ns (cycle)",
                                      "energy": "pJ", "edp": "pJ*ns"}[objective]}

@@ -4,7 +4,9 @@ Both PIMCOMP modes (Sec. VII) are emitted at the convolution-operator granularit
 
 * **HT** (high throughput, Alg. 1): one steady-state cycle of the batch pipeline. Every layer
   reads its inputs from global memory and stores its outputs there, so layers of one cycle are
-  independent; tasks are interleaved round-robin over layers and replicas; windows are split
+  independent; tasks are interleaved round-robin over layers and replicas, software-pipelined
+  (a round's partial-sum adds, bias and stores follow the next round's loads and MVMs, so an
+  in-order global port never holds a load behind a store); windows are split
   over a layer's replicas in contiguous, equal ranges; a replica keeps the input pixels its next
   windows share (input reuse of overlapping windows) and loads only new ones; vector layers are
   spread over all cores in contiguous blocks of pixels.
@@ -21,6 +23,7 @@ baseline scheduler later schedule optimizers must beat.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -151,12 +154,7 @@ class _Generator:
             self.bias[key] = buf
         return self.bias[key]
 
-    def _mvm_task(self, w: _Worker, task: int, get) -> Buffer:
-        out, finish = self._mvm_issue(w, task, get)
-        finish()
-        return out
-
-    def _mvm_issue(self, w: _Worker, task: int, get):
+    def _mvm_issue(self, w: _Worker, task: int, get) -> tuple[Buffer, Callable[[], None]]:
         """Emit the inputs and MVMs of one window; return its output buffer and a callable
         that emits the rest (partial sums home, adds, bias), which HT defers by a round."""
         lt, home = w.tasks_of, w.core
@@ -277,12 +275,14 @@ class _Generator:
                     reads=(out,), writes=(out,))
         return out
 
-    def _run(self, w: _Worker, task: int, get) -> Buffer:
+    def _run(self, w: _Worker, task: int, get) -> tuple[Buffer, Callable[[], None]]:
+        """Emit one task; its output and what is left to emit (partial sums and bias of an
+        MVM task, which HT defers by a round; nothing for a vector task)."""
         for em in self.em:
             em.layer = w.tag
         if w.tasks_of.kind == "mvm":
-            return self._mvm_task(w, task, get)
-        return self._vector_task(w, task, get)
+            return self._mvm_issue(w, task, get)
+        return self._vector_task(w, task, get), lambda: None
 
     # ---- workers -------------------------------------------------------------------------
     def _split(self, lt: LayerTasks, owner_of) -> list[_Worker]:
@@ -332,7 +332,7 @@ class _Generator:
         for w, task, out, finish in pending:
             self._ht_store(w, task, out, finish)
 
-    def _ht_task(self, w: _Worker):
+    def _ht_task(self, w: _Worker) -> tuple[_Worker, int, Buffer, Callable[[], None]]:
         task, keys = w.tasks[w.next], w.sources[w.next]
         w.next += 1
 
@@ -342,12 +342,7 @@ class _Generator:
                 buf = w.cache[key] = self._load_pixel(w.core, key)
             return buf
 
-        for em in self.em:
-            em.layer = w.tag
-        if w.tasks_of.kind == "mvm":
-            out, finish = self._mvm_issue(w, task, get)
-        else:
-            out, finish = self._vector_task(w, task, get), None
+        out, finish = self._run(w, task, get)
         em = self.em[w.core]
         for key in keys:
             w.uses[key] -= 1
@@ -355,11 +350,11 @@ class _Generator:
                 em.free(w.cache.pop(key))
         return w, task, out, finish
 
-    def _ht_store(self, w: _Worker, task: int, out: Buffer, finish) -> None:
+    def _ht_store(self, w: _Worker, task: int, out: Buffer,
+                  finish: Callable[[], None]) -> None:
         for em in self.em:
             em.layer = w.tag
-        if finish is not None:
-            finish()
+        finish()
         em = self.em[w.core]
         em.emit(Op.STORE, 0, self.layout.pixel_address(w.tasks_of.output, task), out.addr, 0,
                 out.size, reads=(out,))
@@ -452,7 +447,8 @@ class _Generator:
                 buf = self.present[ref] = self._load_pixel(w.core, key)
             return buf
 
-        out = self._run(w, task, get)
+        out, finish = self._run(w, task, get)
+        finish()
         for key in keys:
             self._release(w.core, key)
         key = (w.tasks_of.output, task)

@@ -8,7 +8,7 @@ returns the best solution found with its bound; ``OPTIMAL`` means CP-SAT proved 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from google.protobuf import text_format
@@ -20,13 +20,14 @@ from ortools.sat.python.cp_model import (
     OPTIMAL,
     CpModel,
     CpSolver,
+    CpSolverSolutionCallback,
     IntVar,
     LinearExpr,
 )
 
 from pimsolve.errors import InputError, InternalError
 from pimsolve.solve.options import SolveOptions
-from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
+from pimsolve.solve.result import SolveResult, Status, relative_gap, stop_reason
 
 __all__ = ["CpModel", "IntVar", "LinearExpr", "CpValues", "solve_cpsat", "parameters_text"]
 
@@ -66,10 +67,13 @@ def parameters_text(options: SolveOptions) -> str:
 
 def solve_cpsat(model: CpModel, options: SolveOptions | None = None, *,
                 hint: Sequence[tuple[IntVar, int]] | None = None,
-                engine: str = "cpsat") -> tuple[SolveResult, CpValues]:
+                engine: str = "cpsat",
+                on_solution: Callable[[float, float, float], None] | None = None,
+                ) -> tuple[SolveResult, CpValues]:
     """Solve ``model``; return the result record and an accessor for the solution's values.
 
     ``hint`` (variable, value) pairs seed the search; they never change the optimum.
+    ``on_solution(wall_s, objective, bound)`` is called on every improving solution.
     """
     options = options or SolveOptions()
     if hint:
@@ -80,8 +84,16 @@ def solve_cpsat(model: CpModel, options: SolveOptions | None = None, *,
     text = parameters_text(options)
     solver.parameters.parse_text_format(text)
     start = time.perf_counter()
+    callback = None
+    if on_solution is not None:
+        class _Callback(CpSolverSolutionCallback):
+            def on_solution_callback(self) -> None:
+                on_solution(time.perf_counter() - start, self.objective_value,
+                            self.best_objective_bound)
+
+        callback = _Callback()
     try:
-        code = solver.solve(model)
+        code = solver.solve(model, callback)
         interrupted = False
     except KeyboardInterrupt:  # pragma: no cover - interactive only
         code, interrupted = solver.status_name(), True
@@ -90,15 +102,9 @@ def solve_cpsat(model: CpModel, options: SolveOptions | None = None, *,
         raise InternalError(f"CP-SAT rejected the model: {model.validate()}")
     status = {OPTIMAL: Status.OPTIMAL, FEASIBLE: Status.FEASIBLE,
               INFEASIBLE: Status.INFEASIBLE}.get(code, Status.UNKNOWN)
-    if status in (Status.OPTIMAL, Status.INFEASIBLE):
-        stop = StopReason.PROVEN
-    elif interrupted:
-        stop = StopReason.INTERRUPTED
-    elif options.deterministic_time is not None and (
-            solver.deterministic_time >= options.deterministic_time * 0.999):
-        stop = StopReason.DET_TIME_LIMIT
-    else:
-        stop = StopReason.TIME_LIMIT
+    stop = stop_reason(status, interrupted=interrupted,
+                       deterministic_limit=options.deterministic_time,
+                       deterministic_used=solver.deterministic_time)
     has = status in (Status.OPTIMAL, Status.FEASIBLE)
     objective = solver.objective_value if has else None
     bound = solver.best_objective_bound if has else None

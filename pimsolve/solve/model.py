@@ -16,17 +16,17 @@ same problem and their optima agree exactly.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pimsolve.errors import InputError, InternalError
 from pimsolve.solve.options import SolveOptions
-from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
+from pimsolve.solve.result import SolveResult, Status, relative_gap, stop_reason
 
-__all__ = ["Var", "Expr", "IntModel", "Progress", "ENGINES", "solve_model", "export_model"]
+__all__ = ["Var", "Expr", "IntModel", "Progress", "ENGINES", "solve_model", "export_model",
+           "check_values", "total"]
 
 ENGINES = ("cpsat", "milp", "milp-highs")
 """Exact engines ``solve_model`` runs."""
@@ -213,57 +213,16 @@ def _cp_model(model: IntModel):
 
 
 def _solve_cpsat(model: IntModel, options: SolveOptions, hint, progress):
-    from ortools.sat.python import cp_model
-
-    from pimsolve.solve.cpsat import parameters_text
+    from pimsolve.solve.cpsat import solve_cpsat
 
     cp, xs = _cp_model(model)
-    for var, value in (hint or {}).items():
-        cp.add_hint(xs[var.index], int(value))
-    solver = cp_model.CpSolver()
-    text = parameters_text(options)
-    solver.parameters.parse_text_format(text)
-    start = time.perf_counter()
-
-    class _Callback(cp_model.CpSolverSolutionCallback):
-        def on_solution_callback(self) -> None:
-            progress(Progress(time.perf_counter() - start, self.objective_value,
-                              self.best_objective_bound))
-
-    callback = _Callback() if progress else None
-    interrupted = False
-    try:
-        code = solver.solve(cp, callback)
-    except KeyboardInterrupt:  # pragma: no cover - interactive only
-        code, interrupted = solver.status_name(), True
-    wall = time.perf_counter() - start
-    if code == cp_model.MODEL_INVALID:
-        raise InternalError(f"CP-SAT rejected the model: {cp.validate()}")
-    status = {cp_model.OPTIMAL: Status.OPTIMAL, cp_model.FEASIBLE: Status.FEASIBLE,
-              cp_model.INFEASIBLE: Status.INFEASIBLE}.get(code, Status.UNKNOWN)
-    has = status in (Status.OPTIMAL, Status.FEASIBLE)
-    values = [int(solver.value(x)) for x in xs] if has else None
-    objective = solver.objective_value if has else None
-    bound = solver.best_objective_bound if has else None
-    return SolveResult(
-        engine="cpsat", status=status, objective=objective, bound=bound,
-        gap=0.0 if status == Status.OPTIMAL else relative_gap(objective, bound), wall_s=wall,
-        deterministic_s=solver.deterministic_time, seed=options.seed,
-        stop_reason=_stop(status, interrupted, options, solver.deterministic_time), params=text,
-        stats={"branches": float(solver.num_branches), "conflicts": float(solver.num_conflicts),
-               **{k: float(v) for k, v in model.size.items()}}), values
-
-
-def _stop(status: Status, interrupted: bool, options: SolveOptions,
-          det: float | None) -> StopReason:
-    if status in (Status.OPTIMAL, Status.INFEASIBLE):
-        return StopReason.PROVEN
-    if interrupted:
-        return StopReason.INTERRUPTED
-    if options.deterministic_time is not None and det is not None and (
-            det >= options.deterministic_time * 0.999):
-        return StopReason.DET_TIME_LIMIT
-    return StopReason.TIME_LIMIT
+    pairs = [(xs[var.index], int(value)) for var, value in (hint or {}).items()]
+    on_solution = None if progress is None else (
+        lambda wall, objective, bound: progress(Progress(wall, objective, bound)))
+    result, values = solve_cpsat(cp, options, hint=pairs, on_solution=on_solution)
+    result = replace(result, stats={**result.stats,
+                                    **{k: float(v) for k, v in model.size.items()}})
+    return result, ([values(x) for x in xs] if values else None)
 
 
 # ---- MILP through PuLP ------------------------------------------------------------------------
@@ -331,7 +290,7 @@ def _solve_pulp(model: IntModel, engine: str, options: SolveOptions, hint):
     values = None
     if all(v.varValue is not None for v in xs) and raw != "Infeasible":
         values = [int(round(v.varValue)) for v in xs]
-        has = _feasible(model, values)
+        has = check_values(model, values)
     else:
         has = False
     if raw == "Infeasible":
@@ -348,7 +307,7 @@ def _solve_pulp(model: IntModel, engine: str, options: SolveOptions, hint):
         engine=name, status=status, objective=objective, bound=bound,
         gap=0.0 if status == Status.OPTIMAL else relative_gap(objective, bound), wall_s=wall,
         deterministic_s=None, seed=options.seed,
-        stop_reason=_stop(status, False, options, None), params="",
+        stop_reason=stop_reason(status), params="",
         stats={k: float(v) for k, v in model.size.items()}), values
 
 
@@ -365,7 +324,7 @@ def _value(expr: Expr, values: Sequence[int]) -> int:
     return expr.constant + sum(c * values[k] for k, c in expr.terms.items())
 
 
-def _feasible(model: IntModel, values: Sequence[int]) -> bool:
+def check_values(model: IntModel, values: Sequence[int]) -> bool:
     """Whether ``values`` satisfy every bound, constraint and product of ``model``."""
     if any(not lo <= v <= hi for v, lo, hi in zip(values, model.lower, model.upper,
                                                      strict=True)):
@@ -376,10 +335,6 @@ def _feasible(model: IntModel, values: Sequence[int]) -> bool:
             return False
     return all(values[p] == values[x] * values[y] for p, x, y, _ in model.products)
 
-
-def check_values(model: IntModel, values: Sequence[int]) -> bool:
-    """Public form of the feasibility check (tests and decoders use it)."""
-    return _feasible(model, values)
 
 
 def export_model(model: IntModel, path: str | Path) -> Path:
@@ -402,8 +357,3 @@ def export_model(model: IntModel, path: str | Path) -> Path:
     else:
         problem.writeLP(str(path))
     return path
-
-
-def scaled(value: float, unit: float) -> int:
-    """``value`` in integer multiples of ``unit``, rounded up (models keep integer data)."""
-    return int(math.ceil(value / unit - 1e-9))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-__all__ = ["Status", "StopReason", "SolveResult"]
+__all__ = ["Status", "StopReason", "SolveResult", "relative_gap", "stop_reason"]
 
 
 class Status(Enum):
@@ -66,6 +66,20 @@ class SolveResult:
                 "wall_s": self.wall_s, "deterministic_s": self.deterministic_s,
                 "seed": self.seed, "stop_reason": self.stop_reason.value,
                 "params": self.params}
+
+
+def stop_reason(status: Status, *, interrupted: bool = False,
+                deterministic_limit: float | None = None,
+                deterministic_used: float | None = None) -> StopReason:
+    """Why an exact engine stopped, from what it holds and what was asked of it."""
+    if status in (Status.OPTIMAL, Status.INFEASIBLE):
+        return StopReason.PROVEN
+    if interrupted:
+        return StopReason.INTERRUPTED
+    if deterministic_limit is not None and deterministic_used is not None and (
+            deterministic_used >= deterministic_limit * 0.999):
+        return StopReason.DET_TIME_LIMIT
+    return StopReason.TIME_LIMIT
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:

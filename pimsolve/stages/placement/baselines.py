@@ -297,24 +297,35 @@ def uniform(instance: PlacementInstance, objective: str = "latency") -> list[Lay
     choices = default_choices(instance)
     size = _replica_xbars(instance, choices)
     layers = instance.layers
-    total = instance.cores * instance.crossbars_per_core
 
     def reps_of(f: int) -> list[int]:
         return [_snap(layer, f) for layer in layers]
 
-    f = max(layer.replications[-1] for layer in layers)
-    while f > 1 and sum(s * r for s, r in zip(size, reps_of(f), strict=True)) > total:
-        f -= 1
+    counts = _largest_packing(instance, choices, size, reps_of, lowest=1)
+    if counts is None:
+        raise _infeasible(instance, "uniform")
+    return counts
+
+
+def _largest_packing(instance: PlacementInstance, choices: Sequence[int], size: list[int],
+                     reps_of: Callable[[int], list[int]], lowest: int,
+                     ) -> list[LayerCounts] | None:
+    """The placement of the largest scale g >= ``lowest`` whose replications ``reps_of(g)``
+    fit the crossbars and pack; None if none does."""
+    total = instance.cores * instance.crossbars_per_core
+    g = max(layer.replications[-1] for layer in instance.layers)
+    while g > 1 and sum(x * r for x, r in zip(size, reps_of(g), strict=True)) > total:
+        g -= 1
     tried = None
-    for g in range(f, 0, -1):
-        reps = reps_of(g)
+    for scale in range(g, lowest - 1, -1):
+        reps = reps_of(scale)
         if reps == tried:
             continue
         tried = reps
         counts = pack(instance, choices, reps)
         if counts is not None:
             return counts
-    raise _infeasible(instance, "uniform")
+    return None
 
 
 def w0h0(instance: PlacementInstance, objective: str = "latency") -> list[LayerCounts]:
@@ -326,7 +337,6 @@ def w0h0(instance: PlacementInstance, objective: str = "latency") -> list[LayerC
     choices = default_choices(instance)
     size = _replica_xbars(instance, choices)
     layers = instance.layers
-    total = instance.cores * instance.crossbars_per_core
     distinct = sorted({layer.windows for layer in layers if len(layer.replications) > 1})
     base = distinct[1] if len(distinct) > 1 else (distinct[0] if distinct else 1)
     ratio = [-(-layer.windows // base) for layer in layers]
@@ -334,19 +344,8 @@ def w0h0(instance: PlacementInstance, objective: str = "latency") -> list[LayerC
     def reps_of(s: int) -> list[int]:
         return [_snap(layer, s * q) for layer, q in zip(layers, ratio, strict=True)]
 
-    s = max(layer.replications[-1] for layer in layers)
-    while s > 1 and sum(x * r for x, r in zip(size, reps_of(s), strict=True)) > total:
-        s -= 1
-    tried = None
-    for g in range(s, 1, -1):
-        reps = reps_of(g)
-        if reps == tried:
-            continue
-        tried = reps
-        counts = pack(instance, choices, reps)
-        if counts is not None:
-            return counts
-    return _fit(instance, choices, reps_of(1), "w0h0")
+    counts = _largest_packing(instance, choices, size, reps_of, lowest=2)
+    return counts if counts is not None else _fit(instance, choices, reps_of(1), "w0h0")
 
 
 def one_layer_per_core(instance: PlacementInstance,

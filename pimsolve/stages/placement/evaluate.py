@@ -11,6 +11,7 @@ GA all score placements with one function. A placement is held as counts per lay
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,8 @@ from pimsolve.errors import InputError
 from pimsolve.ir.mapping import LayerPlacement, Mapping, Partition
 from pimsolve.stages.placement.instance import PlacementInstance
 
-__all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES"]
+__all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
+           "window_ns", "path_times", "need_windows"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "gm", "path")
 """What can bound the cycle (HT) or the latency (LL)."""
@@ -137,29 +139,36 @@ def window_ns(instance: PlacementInstance, layer_index: int, choice: int) -> flo
 
 
 def _critical_path(instance: PlacementInstance, counts: list[LayerCounts]) -> float:
-    """LL: S_l >= S_p + min(f W_p, m_p) t_p;  F_l >= S_l + m_l t_l;  F_l >= F_p + t_l."""
-    start = [0.0] * len(instance.layers)
-    finish = [0.0] * len(instance.layers)
-    by_consumer: dict[int, list] = {}
-    for e in instance.edges:
-        by_consumer.setdefault(e.consumer, []).append(e)
-    for i, (layer, c) in enumerate(zip(instance.layers, counts, strict=True)):
-        t = window_ns(instance, i, c.choice)
-        m = layer.windows_per_replica(c.replication)
-        s, f = 0.0, 0.0
-        for e in by_consumer.get(i, ()):
-            p = instance.layers[e.producer]
-            pc = counts[e.producer]
-            tp = window_ns(instance, e.producer, pc.choice)
-            need = min(_need(p.windows, e.fraction), p.windows_per_replica(pc.replication))
-            s = max(s, start[e.producer] + need * tp)
-            f = max(f, finish[e.producer] + t)
-        start[i] = s
-        finish[i] = max(f, s + m * t)
+    """LL latency: the last finish of ``path_times`` in ns."""
+    _, finish = path_times(instance, counts,
+                           lambda i, choice, n: window_ns(instance, i, choice) * n)
     return max(finish, default=0.0)
 
 
-def _need(windows: int, fraction: float) -> int:
+def path_times(instance: PlacementInstance, counts: list[LayerCounts],
+               duration: Callable[[int, int, int], float]) -> tuple[list, list]:
+    """LL start and finish of each layer's windows under ``duration(layer, choice, n)``, the
+    time of n windows: S_l >= S_p + d(p, min(f W_p, m_p)); F_l >= S_l + d(l, m_l);
+    F_l >= F_p + d(l, 1). The model counts the same recurrence in integer ticks."""
+    start = [0] * len(instance.layers)
+    finish = [0] * len(instance.layers)
+    for i, (layer, c) in enumerate(zip(instance.layers, counts, strict=True)):
+        s = f = 0
+        for e in instance.edges:
+            if e.consumer != i:
+                continue
+            p, pc = instance.layers[e.producer], counts[e.producer]
+            need = min(need_windows(p.windows, e.fraction),
+                       p.windows_per_replica(pc.replication))
+            s = max(s, start[e.producer] + duration(e.producer, pc.choice, need))
+            f = max(f, finish[e.producer] + duration(i, c.choice, 1))
+        start[i] = s
+        finish[i] = max(f, s + duration(i, c.choice, layer.windows_per_replica(c.replication)))
+    return start, finish
+
+
+def need_windows(windows: int, fraction: float) -> int:
+    """Windows of a producer its consumer needs before its first window (at least one)."""
     return max(1, int(np.ceil(windows * fraction - 1e-9)))
 
 

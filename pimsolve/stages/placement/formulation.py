@@ -16,9 +16,17 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+import numpy as np
+
 from pimsolve.errors import InputError
 from pimsolve.solve.model import Expr, IntModel, Var, total
-from pimsolve.stages.placement.evaluate import LayerCounts, _need, window_ns
+from pimsolve.stages.placement.evaluate import (
+    LayerCounts,
+    need_windows,
+    path_times,
+    predict,
+    window_ns,
+)
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "decode_values",
@@ -249,7 +257,7 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget) -> N
         horizon += model.bounds_of(tau[li])[1] + model.bounds_of(step[li])[1]
     for e in instance.edges:
         p = instance.layers[e.producer]
-        need = _need(p.windows, e.fraction)
+        need = need_windows(p.windows, e.fraction)
         lag[e.producer, e.consumer] = total(
             v * math.ceil(_ticks(window_ns(instance, e.producer, ui))
                           * min(need, p.windows_per_replica(p.replications[ri])))
@@ -296,8 +304,6 @@ def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes, lam_o
 
 def decode_values(pm: PlacementModel, values: list[int]) -> list[LayerCounts]:
     """Per-layer counts from a solution's values."""
-    import numpy as np
-
     inst = pm.instance
     out = []
     for li, layer in enumerate(inst.layers):
@@ -310,32 +316,9 @@ def decode_values(pm: PlacementModel, values: list[int]) -> list[LayerCounts]:
     return out
 
 
-def _path_ticks(inst: PlacementInstance, counts: list[LayerCounts]):
-    """LL start and finish ticks of each layer, exactly as ``_critical_path`` counts them."""
-    start = [0] * len(inst.layers)
-    finish = [0] * len(inst.layers)
-    for li, (layer, c) in enumerate(zip(inst.layers, counts, strict=True)):
-        t = _ticks(window_ns(inst, li, c.choice))
-        s = 0
-        f = 0
-        for e in inst.edges:
-            if e.consumer != li:
-                continue
-            p, pc = inst.layers[e.producer], counts[e.producer]
-            need = min(_need(p.windows, e.fraction), p.windows_per_replica(pc.replication))
-            s = max(s, start[e.producer] + math.ceil(
-                _ticks(window_ns(inst, e.producer, pc.choice)) * need))
-            f = max(f, finish[e.producer] + math.ceil(t))
-        start[li] = s
-        finish[li] = max(f, s + math.ceil(t * layer.windows_per_replica(c.replication)))
-    return start, finish
-
-
 def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]:
     """A hint from a known placement: its cores reordered per chip to satisfy the symmetry
     breaking, with the decision variables, m, lam and the products they imply."""
-    import numpy as np
-
     inst = pm.instance
     used = sum(c.y * inst.layers[i].choices[c.choice].crossbars_per_ag
                for i, c in enumerate(counts))
@@ -367,12 +350,11 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
             hint[Var(p)] = value[x] * value[y]
     for i, x in value.items():
         hint.setdefault(Var(i), x)
-    from pimsolve.stages.placement.evaluate import predict
-
     # T: the placement's predicted value, with slack for the per-term rounding up
     ticks = math.ceil(predict(inst, counts).time_ns * TICKS_PER_NS * 1.0001) + 2
     if inst.mode == "ll":  # S, F: the model's own recurrences on its integer coefficients
-        start, finish = _path_ticks(inst, counts)
+        start, finish = path_times(inst, counts, lambda i, choice, n: math.ceil(
+            _ticks(window_ns(inst, i, choice)) * n))
         for li, layer in enumerate(inst.layers):
             hint[Var(names[f"S[{layer.name}]"])] = start[li]
             hint[Var(names[f"F[{layer.name}]"])] = finish[li]

@@ -154,9 +154,9 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
     ``unfoldings``: 'all' (every valid one the codegen emits) or 'default' (IK2,O,1 only).
     ``max_replication`` caps R_l (default: the crossbars and windows allow).
     """
-    _xb, core, chip = target.crossbar, target.core, target.chip
+    core, chip = target.core, target.chip
     eb = target.numerics.activation_bits / 8
-    vu, _lm = core.vector_unit, core.local_memory
+    vu = core.vector_unit
     per_core = core.crossbars
     total = target.crossbars
     layers = []

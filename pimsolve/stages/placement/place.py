@@ -7,6 +7,7 @@ placement within the time limit; ``PlacementOutcome.rule`` says which rule fired
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from pimsolve.stages.placement.formulation import (
 )
 from pimsolve.stages.placement.instance import PlacementInstance
 
-__all__ = ["ENGINES", "AUTO_MAX_PRODUCTS", "PlacementOutcome", "place"]
+__all__ = ["engine_names", "AUTO_MAX_PRODUCTS", "PlacementOutcome", "place"]
 
 AUTO_MAX_PRODUCTS = 40_000
 """Above this many products the exact model is too large for `auto`, which runs the GA."""
@@ -43,11 +44,6 @@ def _baselines() -> dict[str, Callable]:
 def engine_names() -> tuple[str, ...]:
     """Every placement engine: exact, GA, auto, the baselines, and 'none' (reference)."""
     return (*EXACT, "ga", "auto", *_baselines(), "none")
-
-
-ENGINES = ("cpsat", "milp", "milp-highs", "ga", "auto", "balance", "uniform", "w0h0",
-           "one-layer-per-core", "no-replication", "none")
-"""Names for help texts (``engine_names()`` is the live list)."""
 
 
 @dataclass(frozen=True)
@@ -86,9 +82,10 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
     order = tuple(workload.order)
     baselines = _baselines()
     if engine in baselines:
+        started = time.perf_counter()
         counts = baselines[engine](instance, objective)
         return _outcome(instance, counts, engine, objective, order, _heuristic(
-            engine, instance, counts, objective, options))
+            engine, instance, counts, objective, options, time.perf_counter() - started))
     if engine == "ga":
         return _ga(instance, objective, options, order, ga_progress)
     pm = build_model(instance, objective)
@@ -156,7 +153,7 @@ def _best_baseline(instance: PlacementInstance, objective: str) -> list[LayerCou
 
 
 def _heuristic(engine: str, instance: PlacementInstance, counts: list[LayerCounts],
-               objective: str, options: SolveOptions, wall: float = 0.0) -> SolveResult:
+               objective: str, options: SolveOptions, wall: float) -> SolveResult:
     value = predict(instance, counts).objective(objective)
     return SolveResult(engine=engine, status=Status.FEASIBLE, objective=value, bound=None,
                        gap=None, wall_s=wall, deterministic_s=None, seed=options.seed,

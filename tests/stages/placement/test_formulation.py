@@ -67,10 +67,6 @@ def brute_force(inst, objective: str) -> float:
     return best
 
 
-def to_model_units(objective: str, value: float) -> float:
-    return value * TICKS_PER_NS
-
-
 CASES = [(2, 2, "ht"), (2, 3, "ht"), (3, 2, "ht"), (2, 2, "ll"), (3, 2, "ll")]
 
 
@@ -121,12 +117,12 @@ def test_decoded_mapping_has_the_counts_the_model_chose():
     counts = decode_values(pm, values)
     mapping = decode(inst, counts, engine="cpsat")
     again = counts_of(inst, mapping)
-    for a, b in zip(counts, again, strict=True):
+    placed = {p.layer: p for p in mapping.layers}
+    for layer, a, b in zip(inst.layers, counts, again, strict=True):
         assert (a.choice, a.replication) == (b.choice, b.replication)
         assert (a.y == b.y).all() and (a.rho == b.rho).all() and (a.ell == b.ell).all()
-        for replica in next(p for p in mapping.layers if p.layer == inst.layers[
-                again.index(b)].name).cores:
-            assert len(replica) == inst.layers[again.index(b)].choices[b.choice].ags
+        assert all(len(replica) == layer.choices[b.choice].ags
+                   for replica in placed[layer.name].cores)
 
 
 def test_replication_is_exact_not_approximated():
