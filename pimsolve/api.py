@@ -141,6 +141,8 @@ class PlacementSettings:
     engine: str = "none"
     """'none' (reference: no replication), an exact engine, 'ga', 'auto' or a baseline."""
     time_limit_s: float | None = 10.0
+    relative_gap: float = 1e-3
+    """Exact engines stop once the proven relative gap is at most this."""
     seed: int = 0
     workers: int = 1
     export_model: Path | None = None
@@ -230,6 +232,7 @@ def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarT
         outcome = place(instance, inspection.workload, objective=objective,
                         engine=settings.engine,
                         options=SolveOptions(time_limit_s=settings.time_limit_s,
+                                             relative_gap=settings.relative_gap,
                                              seed=settings.seed, workers=settings.workers),
                         export=settings.export_model, progress=exact_progress,
                         ga_progress=ga_progress)

@@ -150,9 +150,13 @@ def map_cmd(
     time_limit: Annotated[float, typer.Option(
         "--time-limit", help="Seconds the solver or GA may run; the best placement found "
         "is kept, with its gap.")] = 10.0,
+    gap: Annotated[float, typer.Option(
+        help="Exact engines stop once the proven relative gap is at most this (0: prove "
+        "optimality).")] = 1e-3,
     seed: Annotated[int, typer.Option(help="Random seed of the solver or GA.")] = 0,
     export_model: Annotated[Path | None, typer.Option(
-        "--export-model", help="Write the exact model (.mps, .lp or .pb.txt).")] = None,
+        "--export-model", help="Write the exact model (.mps, .lp or .pb.txt): the full "
+        "formulation, which the engines solve by decomposition.")] = None,
     unfoldings: Annotated[str, typer.Option(
         help="all (every valid unfolding the codegen emits) or default (IK2,O,1).")] = "all",
     max_layers_per_core: Annotated[int | None, typer.Option(
@@ -173,8 +177,11 @@ def map_cmd(
         raise PimsolveInputError(f"--unfoldings must be 'all' or 'default', not '{unfoldings}'")
     if time_limit <= 0:
         raise PimsolveInputError(f"--time-limit must be positive, not {time_limit}")
+    if not 0 <= gap < 1:
+        raise PimsolveInputError(f"--gap must be in [0, 1), not {gap}")
     shapes = dict(parse_input_shape(text) for text in input_shape or [])
-    settings = PlacementSettings(engine=engine, time_limit_s=time_limit, seed=seed,
+    settings = PlacementSettings(engine=engine, time_limit_s=time_limit, relative_gap=gap,
+                                 seed=seed,
                                  export_model=export_model, unfoldings=unfoldings,
                                  max_layers_per_core=max_layers_per_core,
                                  progress=None if as_json else _progress_line)

@@ -60,6 +60,8 @@ def parameters_text(options: SolveOptions) -> str:
         params.interleave_search = True
     if options.time_limit_s is not None:
         params.max_time_in_seconds = options.time_limit_s
+    if options.relative_gap is not None:
+        params.relative_gap_limit = options.relative_gap
     if options.deterministic_time is not None:
         params.max_deterministic_time = options.deterministic_time
     return text_format.MessageToString(params, as_one_line=True)

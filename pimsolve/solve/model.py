@@ -131,10 +131,15 @@ class IntModel:
     def equal(self, expr: Expr | Var, value: int = 0, name: str = "") -> None:
         self.add(expr, value, value, name)
 
-    def product(self, x: Var, y: Var, name: str) -> Var:
-        """A new variable equal to ``x * y`` (both non-negative)."""
+    def product(self, x: Var, y: Var, name: str) -> Var | Expr:
+        """A new variable equal to ``x * y`` (both non-negative); when one factor is fixed
+        by its bounds, the linear expression ``c * x`` instead (no product is added)."""
         if self.lower[x.index] < 0 or self.lower[y.index] < 0:
             raise InternalError(f"product {name}: factors must be non-negative")
+        if self.lower[y.index] == self.upper[y.index]:
+            return x * self.lower[y.index]
+        if self.lower[x.index] == self.upper[x.index]:
+            return y * self.lower[x.index]
         p = self.var(self.lower[x.index] * self.lower[y.index],
                      self.upper[x.index] * self.upper[y.index], name)
         self.products.append((p.index, x.index, y.index, name))
@@ -270,13 +275,14 @@ def _solve_pulp(model: IntModel, engine: str, options: SolveOptions, hint):
     limit = options.time_limit_s
     if engine == "milp":
         solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=limit, warmStart=warm,
+                                   gapRel=options.relative_gap,
                                    options=[f"randomSeed {options.seed + 1}",
                                             f"randomCbcSeed {options.seed + 1}"],
                                    threads=options.workers)
         name = "milp-cbc"
     else:
         kwargs = {"msg": False, "time_limit": limit, "threads": options.workers,
-                  "random_seed": options.seed}
+                  "random_seed": options.seed, "gapRel": options.relative_gap}
         solver = pulp.HiGHS(**{k: v for k, v in kwargs.items() if v is not None})
         name = "milp-highs"
     start = time.perf_counter()

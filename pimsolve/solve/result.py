@@ -24,6 +24,8 @@ class StopReason(Enum):
     TIME_LIMIT = "time_limit"
     DET_TIME_LIMIT = "det_time_limit"
     INTERRUPTED = "interrupted"
+    GAP_LIMIT = "gap_limit"
+    """The bound came within the requested relative gap of the solution."""
     COMPLETED = "completed"
     """A heuristic ran to its end (it proves nothing)."""
 

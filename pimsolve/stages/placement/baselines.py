@@ -29,7 +29,7 @@ from pimsolve.stages.placement.evaluate import LayerCounts
 from pimsolve.stages.placement.instance import PlacementInstance, PlacementLayer
 
 __all__ = ["BASELINES", "DEFAULT_UNFOLDING", "default_choices", "check_counts", "homes",
-           "pack", "balance", "uniform", "w0h0", "one_layer_per_core", "no_replication"]
+           "pack", "spread", "balance", "uniform", "w0h0", "one_layer_per_core", "no_replication"]
 
 DEFAULT_UNFOLDING = "IK2,O,1"
 
@@ -154,6 +154,93 @@ def pack(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
         if y is not None:
             return _counts(instance, choices, y)
     return None
+
+
+def spread(instance: PlacementInstance, choices: Sequence[int],
+           reps: Sequence[int]) -> list[LayerCounts] | None:
+    """Place ``reps[l]`` replicas AG by AG, each where the busiest resource of the cores it
+    touches grows least (the home first, then each further AG on the home or elsewhere, a
+    remote AG charging partial-sum traffic to both ends); None when they do not fit.
+
+    Unlike :func:`pack` (whole replicas onto the least loaded core) this splits replicas when
+    the cores serialize their AGs' MVMs (e.g. PUMA's in-order issue); it is the
+    decomposition's second hint. Replicas go largest AG-time first (LPT).
+    """
+    n, k = len(instance.layers), instance.cores
+    cap, most = instance.crossbars_per_core, instance.max_layers_per_core
+    link, ht = instance.link_bytes_per_ns, instance.mode == "ht"
+    names = ("issue", "vfu", "local", "gport", "net_in", "net_out")
+    load = {name: np.zeros(k) for name in names}
+    if ht:
+        load["vfu"] += instance.vector_core_ns["vfu"]
+        load["gport"] += instance.vector_core_ns["gport"]
+    free = np.full(k, cap, dtype=np.int64)
+    y = np.zeros((n, k), dtype=np.int64)
+    rho = np.zeros_like(y)
+    ell = np.zeros_like(y)
+    replicas = []
+    for i, (layer, ui, r) in enumerate(zip(instance.layers, choices, reps, strict=True)):
+        u, m = layer.choices[ui], layer.windows_per_replica(r)
+        replicas += [(u.ags * m * u.issue_ns, i)] * r
+    replicas.sort(key=lambda x: (-x[0], x[1]))
+
+    def peak(at: np.ndarray | int) -> np.ndarray:
+        return np.max([load[name][at] for name in names], axis=0)
+
+    for _, i in replicas:
+        layer = instance.layers[i]
+        u = layer.choices[choices[i]]
+        m = layer.windows_per_replica(reps[i])
+        x, a = u.crossbars_per_ag, u.ags
+        ok = np.ones(k, dtype=bool) if most is None else (y[i] > 0) | (
+            (y > 0).sum(axis=0) < most)
+        home_add = {"issue": m * u.issue_ns, "vfu": m * u.home_vfu_ns,
+                    "local": m * u.home_local_ns}
+        if ht:
+            lam = layer.load_bytes[layer.replications.index(reps[i])]
+            home_add["gport"] = (lam + m * layer.store_bytes) / instance.gm_bytes_per_ns
+        else:
+            home_add["net_in"] = m * layer.input_bytes / link
+            home_add["net_out"] = m * layer.store_bytes / link
+        need = a if instance.computing_mode == "CM" else 1
+        fits = ok & (free >= need * x)
+        if not fits.any():
+            return None
+        score = np.max([load[name] + home_add.get(name, 0.0) for name in names], axis=0)
+        home = int(np.argmin(np.where(fits, score, np.inf)))
+        for name, v in home_add.items():
+            load[name][home] += v
+        place_on(y, ell, free, i, home, home, x)
+        rho[i, home] += 1
+        send, back = m * u.in_bytes / link, m * u.out_bytes / link
+        for _ in range(a - 1):
+            room = ok & (free >= x)
+            if instance.computing_mode == "CM":
+                room = np.zeros(k, dtype=bool)
+                room[home] = True
+            if not room.any():
+                return None
+            there = np.max([load["issue"] + m * u.issue_ns, load["net_in"] + send,
+                            load["net_out"] + back, peak(np.arange(k))], axis=0)
+            traffic = max(load["net_out"][home] + send, load["net_in"][home] + back)
+            there = np.maximum(there, traffic)
+            there[home] = max(load["issue"][home] + m * u.issue_ns, peak(home))
+            at = int(np.argmin(np.where(room, there, np.inf)))
+            load["issue"][at] += m * u.issue_ns
+            if at != home:
+                load["net_in"][at] += send
+                load["net_out"][at] += back
+                load["net_out"][home] += send
+                load["net_in"][home] += back
+            place_on(y, ell, free, i, at, home, x)
+    return [LayerCounts(ui, r, y[i], rho[i], ell[i])
+            for i, (ui, r) in enumerate(zip(choices, reps, strict=True))]
+
+
+def place_on(y, ell, free, layer: int, core: int, home: int, crossbars: int) -> None:
+    y[layer, core] += 1
+    ell[layer, core] += core == home
+    free[core] -= crossbars
 
 
 def _place(instance, choices, reps, cores, balanced: bool) -> np.ndarray | None:

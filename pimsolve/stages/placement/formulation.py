@@ -13,12 +13,13 @@ denominator, so both engines solve exactly the model ``predict`` evaluates (up t
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-from pimsolve.errors import InputError
+from pimsolve.errors import InfeasibleError, InputError
 from pimsolve.solve.model import Expr, IntModel, Var, total
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
@@ -29,8 +30,8 @@ from pimsolve.stages.placement.evaluate import (
 )
 from pimsolve.stages.placement.instance import PlacementInstance
 
-__all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "decode_values",
-           "hint_values"]
+__all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "build_master",
+           "decode_values", "hint_values"]
 
 TICKS_PER_NS = 100
 ENERGY_UNIT_PJ = 1000
@@ -76,34 +77,37 @@ class _Budget:
         model.add(time * den - body, lo=math.ceil(self.constant * den), name=name)
 
 
-def build_model(instance: PlacementInstance, objective: str) -> PlacementModel:
-    """The integer model of placing ``instance`` for ``objective``."""
-    if objective not in ("latency", "throughput", "energy", "edp"):
-        raise InputError(f"objective must be latency, throughput, energy or edp, not "
-                         f"{objective!r}")
+def build_model(instance: PlacementInstance, objective: str, *,
+                picks: Sequence[tuple[int, int]] | None = None) -> PlacementModel:
+    """The integer model of placing ``instance`` for ``objective``.
+
+    ``picks[l] = (u, r_index)`` fixes every layer's unfolding and replication: m and lam are
+    then constants, every product is linear, and the model is the decomposition's subproblem
+    (``decompose.py``): place the AGs of that choice on the cores.
+    """
+    _check_objective(objective)
     model = IntModel(f"placement {instance.model} on {instance.target} ({instance.mode})")
     K, C = instance.cores, instance.crossbars_per_core
     ht = instance.mode == "ht"
-    z, y, rho, ell = {}, {}, {}, {}
+    z = _choice_vars(model, instance, picks)
+    y, rho, ell = {}, {}, {}
     m_of, lam_of = [], []
     for li, layer in enumerate(instance.layers):
-        ms = [layer.windows_per_replica(r) for r in layer.replications]
-        for ui, u in enumerate(layer.choices):
-            for ri, r in enumerate(layer.replications):
-                if r * u.ags * u.crossbars_per_ag <= K * C:
-                    z[li, ui, ri] = model.boolean(f"z[{layer.name},{u.unfolding},{r}]")
-        model.equal(total(v for (a, _, _), v in z.items() if a == li), 1, f"one[{layer.name}]")
+        mine = [ri for (a, _, ri) in z if a == li]
+        ms = [layer.windows_per_replica(layer.replications[ri]) for ri in mine]
+        lams = [layer.load_bytes[ri] for ri in mine]
         m = model.var(min(ms), max(ms), f"m[{layer.name}]")
-        model.equal(m - total(v * ms[ri] for (a, _, ri), v in z.items() if a == li), 0,
+        model.equal(m - total(v * layer.windows_per_replica(layer.replications[ri])
+                              for (a, _, ri), v in z.items() if a == li), 0,
                     f"m[{layer.name}]")
         m_of.append(m)
         if ht:
-            lam = model.var(min(layer.load_bytes), max(layer.load_bytes), f"lam[{layer.name}]")
+            lam = model.var(min(lams), max(lams), f"lam[{layer.name}]")
             model.equal(lam - total(v * layer.load_bytes[ri]
                                     for (a, _, ri), v in z.items() if a == li), 0,
                         f"lam[{layer.name}]")
             lam_of.append(lam)
-        for ui, u in enumerate(layer.choices):
+        for ui, u in _used_choices(layer, li, picks):
             top = C // u.crossbars_per_ag
             for k in range(K):
                 y[li, ui, k] = model.var(0, top, f"y[{layer.name},{u.unfolding},{k}]")
@@ -124,21 +128,22 @@ def build_model(instance: PlacementInstance, objective: str) -> PlacementModel:
     for k in range(K):
         model.add(total(y[li, ui, k] * u.crossbars_per_ag
                         for li, layer in enumerate(instance.layers)
-                        for ui, u in enumerate(layer.choices)), hi=C, name=f"crossbars[{k}]")
+                        for ui, u in _used_choices(layer, li, picks)), hi=C,
+                  name=f"crossbars[{k}]")
     if instance.max_layers_per_core is not None:
         for k in range(K):
             present = []
             for li, layer in enumerate(instance.layers):
                 b = model.boolean(f"on[{layer.name},{k}]")
-                top = max(C // u.crossbars_per_ag for u in layer.choices)
-                model.add(b * top - total(y[li, ui, k] for ui in range(len(layer.choices))),
-                          lo=0)
+                used = _used_choices(layer, li, picks)
+                top = max(C // u.crossbars_per_ag for _, u in used)
+                model.add(b * top - total(y[li, ui, k] for ui, _ in used), lo=0)
                 present.append(b)
             model.add(total(present), hi=instance.max_layers_per_core, name=f"layers[{k}]")
     # symmetry: the cores of a chip are identical to the model; order them by crossbars used
     per_chip = instance.cores_per_chip
     used = [total(y[li, ui, k] * u.crossbars_per_ag for li, layer in enumerate(instance.layers)
-                  for ui, u in enumerate(layer.choices)) for k in range(K)]
+                  for ui, u in _used_choices(layer, li, picks)) for k in range(K)]
     for k in range(K - 1):
         if (k + 1) % per_chip:
             model.add(used[k] - used[k + 1], lo=0, name=f"order[{k}]")
@@ -159,7 +164,7 @@ def build_model(instance: PlacementInstance, objective: str) -> PlacementModel:
             if a == li:
                 u = layer.choices[ui]
                 agb.add(_ticks(u.ag_ns) * layer.windows_per_replica(layer.replications[ri]), v)
-        for ui, u in enumerate(layer.choices):
+        for ui, u in _used_choices(layer, li, picks):
             for k in range(K):
                 py = model.product(y[li, ui, k], m, f"Py[{layer.name},{u.unfolding},{k}]")
                 pr = model.product(rho[li, ui, k], m, f"Pr[{layer.name},{u.unfolding},{k}]")
@@ -184,7 +189,7 @@ def build_model(instance: PlacementInstance, objective: str) -> PlacementModel:
                 else:
                     inn.add(_ticks(layer.input_bytes) * link, pr)
                     out.add(_ticks(layer.store_bytes) * link, pr)
-    _aggregate_cuts(model, instance, z, time)
+    budgets.update(_aggregate_cuts(instance, z))
     if ht:
         for k in range(K):
             budget(f"vfu[{k}]").constant += _ticks(instance.vector_core_ns["vfu"])
@@ -196,42 +201,150 @@ def build_model(instance: PlacementInstance, objective: str) -> PlacementModel:
         b.bound(model, time, name)
     model.upper[time.index] = _time_upper(model, budgets)
 
+    energy = _objective(model, instance, objective, z, time, travel_bytes)
+    return PlacementModel(model, instance, objective, z, y, rho, ell, time, energy)
+
+
+def build_master(instance: PlacementInstance, objective: str) -> PlacementModel:
+    """The decomposition's master: only the options z, the total crossbars, the cuts of
+    ``_aggregate_cuts`` (and in LL the exact critical path, which depends on z alone).
+    Its optimum is a lower bound on ``build_model``'s for every option, and a cut
+    ``T >= v`` per option the subproblem has settled makes it exact (``decompose.py``)."""
+    _check_objective(objective)
+    model = IntModel(f"placement master {instance.model} on {instance.target} "
+                     f"({instance.mode})")
+    K, C = instance.cores, instance.crossbars_per_core
+    z = _choice_vars(model, instance, None)
+    model.add(total(v * (layer.replications[ri] * layer.choices[ui].ags
+                         * layer.choices[ui].crossbars_per_ag)
+                    for (li, ui, ri), v in z.items()
+                    for layer in (instance.layers[li],)), hi=K * C, name="crossbars")
+    time = model.var(0, 1, "T")
+    budgets = _aggregate_cuts(instance, z)
+    if instance.mode == "ll":
+        _critical_path(model, instance, z, lambda name: budgets.setdefault(name, _Budget()))
+    for name, b in budgets.items():
+        b.bound(model, time, name)
+    model.upper[time.index] = _time_upper(model, budgets)
+    travel = []
+    for (li, ui, ri), v in z.items():
+        layer = instance.layers[li]
+        u, r = layer.choices[ui], layer.replications[ri]
+        remote = max(0, u.ags - C // u.crossbars_per_ag) * r * layer.windows_per_replica(r)
+        travel.append((int(u.in_bytes + u.out_bytes), v * remote))
+    energy = _objective(model, instance, objective, z, time, travel)
+    return PlacementModel(model, instance, objective, z, {}, {}, {}, time, energy)
+
+
+def _check_objective(objective: str) -> None:
+    if objective not in ("latency", "throughput", "energy", "edp"):
+        raise InputError(f"objective must be latency, throughput, energy or edp, not "
+                         f"{objective!r}")
+
+
+def _objective(model: IntModel, instance, objective: str, z, time: Var, travel) -> Var | None:
+    """Minimize T, E or E T; returns E when the objective needs it."""
     energy = None
     if objective in ("energy", "edp"):
-        energy = _energy(model, instance, z, travel_bytes, lam_of)
+        energy = _energy(model, instance, z, travel)
     if objective == "energy":
         model.minimize(energy)
     elif objective == "edp":
         model.minimize(model.product(energy, time, "EDP"))
     else:
         model.minimize(time)
-    return PlacementModel(model, instance, objective, z, y, rho, ell, time, energy)
+    return energy
 
 
-def _aggregate_cuts(model: IntModel, instance: PlacementInstance, z, time: Var) -> None:
-    """Valid cuts that give the LP relaxation its strength: summed over all K cores, each
-    per-core resource is at most K T, and its sum is linear in z (A_u r m_r AG-windows,
-    r m_r replica-windows, r lam_r load bytes per layer)."""
-    K = instance.cores
+def _choice_vars(model: IntModel, instance: PlacementInstance, picks) -> dict:
+    """z[l, u, r_index] for every option whose replicas fit the crossbars (or the picked
+    one), with exactly one option per layer."""
+    K, C = instance.cores, instance.crossbars_per_core
+    z = {}
+    for li, layer in enumerate(instance.layers):
+        for ui, u in enumerate(layer.choices):
+            for ri, r in enumerate(layer.replications):
+                if r * u.ags * u.crossbars_per_ag <= K * C and (
+                        picks is None or tuple(picks[li]) == (ui, ri)):
+                    z[li, ui, ri] = model.boolean(f"z[{layer.name},{u.unfolding},{r}]")
+        options = [v for (a, _, _), v in z.items() if a == li]
+        if not options:
+            raise InfeasibleError(f"layer {layer.name}: no replica of the chosen unfolding and "
+                                  "replication fits the crossbars")
+        model.equal(total(options), 1, f"one[{layer.name}]")
+    return z
+
+
+def _used_choices(layer, li: int, picks) -> list:
+    """(u, choice) pairs of ``layer`` the model places: all, or the picked one."""
+    return [(ui, u) for ui, u in enumerate(layer.choices)
+            if picks is None or picks[li][0] == ui]
+
+
+def _aggregate_cuts(instance: PlacementInstance, z) -> dict[str, _Budget]:
+    """Valid cuts, linear in z, that hold for every placement of the chosen options; they give
+    the LP relaxation its strength and are the whole of the decomposition's master.
+
+    * sums: over all K cores each per-core resource is at most K T, over the chips the shared
+      global memory at most (chips) T; a sum is linear in z (A_u r m_r AG-windows, r m_r
+      replica-windows, r lam_r load bytes; an AG whose replica does not fit one core, at least
+      A_u - floor(C / X_u) per replica, sends and receives partial sums);
+    * floors, per layer: some core holds ceil(A_u r / K) of its AGs and ceil(r / K) of its
+      homes, and the per-window terms of one AG (t^ag m) bound T alone.
+    """
+    K, C = instance.cores, instance.crossbars_per_core
+    chips = K // instance.cores_per_chip
+    ht = instance.mode == "ht"
     gbw = Fraction(1) / Fraction(instance.gm_bytes_per_ns).limit_denominator(10_000)
-    sums: dict[str, _Budget] = {name: _Budget() for name in ("issue", "vfu", "local", "gport")}
+    link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
+    names = ("issue", "vfu", "local", "gport", "gm", "net_in", "net_out")
+    sums: dict[str, _Budget] = {name: _Budget() for name in names}
+    floors = {li: _Budget() for li in range(len(instance.layers))}
+    vfu0 = _ticks(instance.vector_core_ns["vfu"]) if ht else Fraction(0)
+    gport0 = _ticks(instance.vector_core_ns["gport"]) if ht else Fraction(0)
     for (li, ui, ri), v in z.items():
         layer = instance.layers[li]
         u, r = layer.choices[ui], layer.replications[ri]
-        rm = r * layer.windows_per_replica(r)
-        sums["issue"].add(_ticks(u.issue_ns) * u.ags * rm, v)
-        sums["vfu"].add(_ticks(u.home_vfu_ns) * rm, v)
-        sums["local"].add(_ticks(u.home_local_ns) * rm, v)
-        if instance.mode == "ht":
-            sums["gport"].add(_ticks(1) * gbw * (layer.load_bytes[ri] * r
-                                                 + layer.store_bytes * rm), v)
-    if instance.mode == "ht":
-        sums["vfu"].constant += _ticks(instance.vector_core_ns["vfu"]) * K
-        sums["gport"].constant += _ticks(instance.vector_core_ns["gport"]) * K
+        m = layer.windows_per_replica(r)
+        remote = max(0, u.ags - C // u.crossbars_per_ag)  # per replica, at least
+        most_ags, most_homes = -(-u.ags * r // K), -(-r // K)
+        sums["issue"].add(_ticks(u.issue_ns) * u.ags * r * m, v)
+        sums["vfu"].add(_ticks(u.home_vfu_ns) * r * m, v)
+        sums["local"].add(_ticks(u.home_local_ns) * r * m, v)
+        travel = _ticks(u.in_bytes + u.out_bytes) * link * remote * r * m
+        home_in = _ticks(u.out_bytes) * link * remote * m
+        home_out = _ticks(u.in_bytes) * link * remote * m
+        if ht:
+            port = _ticks(1) * gbw * (layer.load_bytes[ri] + Fraction(layer.store_bytes) * m)
+            sums["gport"].add(port * r, v)
+            sums["gm"].add(port * r, v)
+            sums["net_in"].add(travel, v)
+            sums["net_out"].add(travel, v)
+        else:
+            port = Fraction(0)
+            sums["net_in"].add(travel + _ticks(layer.input_bytes) * link * r * m, v)
+            sums["net_out"].add(travel + _ticks(layer.store_bytes) * link * r * m, v)
+            home_in += _ticks(layer.input_bytes) * link * m
+            home_out += _ticks(layer.store_bytes) * link * m
+        floor = max(_ticks(u.ag_ns) * m,
+                    _ticks(u.issue_ns) * m * most_ags,
+                    (_ticks(u.home_vfu_ns) * m + vfu0 / most_homes) * most_homes,
+                    _ticks(u.home_local_ns) * m * most_homes,
+                    (port + gport0 / most_homes) * most_homes,
+                    home_in * most_homes, home_out * most_homes)
+        floors[li].add(floor, v)
+    sums["vfu"].constant += vfu0 * K
+    sums["gport"].constant += gport0 * K
+    sums["gm"].constant += gport0 * K
+    out = {}
     for name, b in sums.items():
-        b.terms = [(c / K, e) for c, e in b.terms]
-        b.constant /= K
-        b.bound(model, time, f"all_{name}")
+        share = chips if name == "gm" else K
+        b.terms = [(c / share, e) for c, e in b.terms]
+        b.constant /= share
+        out[f"all_{name}"] = b
+    for li, b in floors.items():
+        out[f"floor[{instance.layers[li].name}]"] = b
+    return out
 
 
 def _time_upper(model: IntModel, budgets: dict[str, _Budget]) -> int:
@@ -273,7 +386,7 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget) -> N
         model.add(finish[e.consumer] - finish[e.producer] - step[e.consumer], lo=0)
 
 
-def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes, lam_of) -> Var:
+def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes) -> Var:
     """E (in ENERGY_UNIT_PJ, rounded up per term) = constant + per-choice + traffic."""
     terms: list[tuple[Fraction, Expr]] = []
     unit = Fraction(ENERGY_UNIT_PJ)
@@ -338,6 +451,8 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
         if f"lam[{layer.name}]" in names and ri is not None:
             value[names[f"lam[{layer.name}]"]] = layer.load_bytes[ri]
         for ui in range(len(layer.choices)):
+            if (li, ui, 0) not in pm.y:
+                continue
             for k in range(inst.cores):
                 same = ui == c.choice
                 src = order[k]

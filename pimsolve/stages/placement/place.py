@@ -1,7 +1,9 @@
 """Choose and run a placement engine: exact (CP-SAT, MILP), the GA, a baseline, or 'auto'.
 
-``auto`` runs CP-SAT when the model is small enough (``AUTO_MAX_PRODUCTS`` products of two
-variables) and falls back to the GA when it is larger, or when CP-SAT finds no feasible
+The exact engines solve the formulation by decomposition (``decompose.py``: a master over the
+options, a linear placement subproblem per option set, cuts), each model with the engine
+named. ``auto`` runs CP-SAT when the placement subproblem is small enough
+(``AUTO_MAX_VARIABLES``) and falls back to the GA when it is larger, or when CP-SAT finds no
 placement within the time limit; ``PlacementOutcome.rule`` says which rule fired.
 """
 
@@ -9,30 +11,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pimsolve.errors import InfeasibleError, InputError
 from pimsolve.ir import Workload
 from pimsolve.ir.mapping import Mapping
 from pimsolve.solve.model import ENGINES as EXACT
-from pimsolve.solve.model import Progress, export_model, solve_model
+from pimsolve.solve.model import Progress, export_model
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason
+from pimsolve.stages.placement.decompose import solve_decomposed
 from pimsolve.stages.placement.evaluate import LayerCounts, Prediction, decode, predict
-from pimsolve.stages.placement.formulation import (
-    ENERGY_UNIT_PJ,
-    TICKS_PER_NS,
-    build_model,
-    decode_values,
-    hint_values,
-)
+from pimsolve.stages.placement.formulation import ENERGY_UNIT_PJ, TICKS_PER_NS, build_model
 from pimsolve.stages.placement.instance import PlacementInstance
 
-__all__ = ["engine_names", "AUTO_MAX_PRODUCTS", "PlacementOutcome", "place"]
+__all__ = ["engine_names", "AUTO_MAX_VARIABLES", "PlacementOutcome", "place"]
 
-AUTO_MAX_PRODUCTS = 40_000
-"""Above this many products the exact model is too large for `auto`, which runs the GA."""
+AUTO_MAX_VARIABLES = 200_000
+"""Above this many subproblem variables the exact model is too large for `auto` (GA)."""
 
 
 def _baselines() -> dict[str, Callable]:
@@ -88,39 +85,28 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
             engine, instance, counts, objective, options, time.perf_counter() - started))
     if engine == "ga":
         return _ga(instance, objective, options, order, ga_progress)
-    pm = build_model(instance, objective)
     if export is not None:
-        export_model(pm.model, export)
-    size = pm.model.size
+        export_model(build_model(instance, objective).model, export)
     rule = ""
+    size = _size(instance)
     if engine == "auto":
-        if size["products"] > AUTO_MAX_PRODUCTS:
+        if size["subproblem_variables"] > AUTO_MAX_VARIABLES:
             out = _ga(instance, objective, options, order, ga_progress)
             return PlacementOutcome(out.mapping, out.result, out.prediction, "ga",
-                                    f"auto: the exact model has {size['products']} products "
-                                    f"(> {AUTO_MAX_PRODUCTS}); ran the GA", size)
-        engine, rule = "cpsat", (f"auto: the exact model has {size['products']} products "
-                                 f"(<= {AUTO_MAX_PRODUCTS}); ran CP-SAT")
-    seed_counts = _best_baseline(instance, objective)
-    hint = hint_values(pm, seed_counts) if seed_counts is not None else None
-    result, values = solve_model(pm.model, engine, options, hint=hint, progress=progress)
-    if values is None:
+                                    f"auto: the placement subproblem has "
+                                    f"{size['subproblem_variables']} variables "
+                                    f"(> {AUTO_MAX_VARIABLES}); ran the GA", size)
+        engine, rule = "cpsat", (f"auto: the placement subproblem has "
+                                 f"{size['subproblem_variables']} variables "
+                                 f"(<= {AUTO_MAX_VARIABLES}); ran CP-SAT (decomposition)")
+    start = _best_baseline(instance, objective)
+    result, counts = solve_decomposed(instance, objective, engine, options, start=start,
+                                      progress=progress)
+    if counts is None:
         if result.status == Status.INFEASIBLE:
             raise InfeasibleError(f"{instance.model} cannot be placed on {instance.target}: "
                                   "the crossbars do not hold one replica of every layer "
                                   "(partition the model)")
-        if seed_counts is not None:  # keep the hint: the best baseline, not proven
-            kept = SolveResult(
-                engine=result.engine, status=Status.FEASIBLE,
-                objective=predict(instance, seed_counts).objective(objective), bound=None,
-                gap=None, wall_s=result.wall_s, deterministic_s=result.deterministic_s,
-                seed=result.seed, stop_reason=result.stop_reason, params=result.params,
-                stats=result.stats)
-            out = _outcome(instance, seed_counts, engine, objective, order, kept)
-            return PlacementOutcome(out.mapping, kept, out.prediction, engine,
-                                    (rule + "; " if rule else "") + f"{engine} found no "
-                                    "placement within the time limit: kept its hint, the best "
-                                    "baseline (no bound)", size)
         if rule:
             out = _ga(instance, objective, options, order, ga_progress)
             return PlacementOutcome(out.mapping, out.result, out.prediction, "ga",
@@ -128,15 +114,17 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
                                     "the GA ran", size)
         raise InfeasibleError(f"{engine} found no placement within the time limit; raise "
                               "--time-limit or use --engine auto")
-    counts = decode_values(pm, values)
-    result = SolveResult(
-        engine=result.engine, status=result.status,
-        objective=_scale(objective, result.objective), bound=_scale(objective, result.bound),
-        gap=result.gap, wall_s=result.wall_s, deterministic_s=result.deterministic_s,
-        seed=result.seed, stop_reason=result.stop_reason, params=result.params,
-        stats=result.stats)
+    result = replace(result, objective=_scale(objective, result.objective),
+                     bound=_scale(objective, result.bound))
     out = _outcome(instance, counts, engine, objective, order, result)
     return PlacementOutcome(out.mapping, out.result, out.prediction, engine, rule, size)
+
+
+def _size(instance: PlacementInstance) -> dict[str, int]:
+    """Master booleans and subproblem variables (y, rho, ell per layer and core)."""
+    options = sum(len(x.choices) * len(x.replications) for x in instance.layers)
+    return {"master_options": options,
+            "subproblem_variables": 3 * len(instance.layers) * instance.cores}
 
 
 def _best_baseline(instance: PlacementInstance, objective: str) -> list[LayerCounts] | None:

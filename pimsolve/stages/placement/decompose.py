@@ -1,0 +1,200 @@
+"""Exact placement by decomposition: choose the options, then place them, and cut.
+
+The full model (``formulation.build_model``) multiplies per-core counts by windows per replica,
+so on 100+ cores its relaxation is weak and CP-SAT proves little. Split along that product
+(logic-based Benders, written up in ``formulations/placement.md``):
+
+* **master** (``build_master``): the options z alone (unfolding and replication per layer),
+  bounded by cuts valid for every placement of those options; small, solved to optimality;
+* **subproblem** (``build_model(picks=...)``): with the options fixed, windows per replica are
+  constants and the model is linear; it places the AGs on the cores (hinted by ``pack``);
+* **cut**: once the subproblem proves ``v`` for the options ``z*``, the master learns
+  ``obj >= v * (sum_l z*_l - (n - 1))`` (binding only at ``z*``, nothing elsewhere).
+
+The master's optimum is a lower bound on the true optimum at every step, and the best
+subproblem solution an upper bound; the loop stops when they meet within ``relative_gap`` or
+the time limit ends. Both are solved by the same engine (CP-SAT, CBC or HiGHS).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from pimsolve.solve.model import Progress, solve_model, total
+from pimsolve.solve.options import SolveOptions
+from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
+from pimsolve.stages.placement.baselines import pack, spread
+from pimsolve.stages.placement.evaluate import LayerCounts, predict
+from pimsolve.stages.placement.formulation import (
+    ENERGY_UNIT_PJ,
+    TICKS_PER_NS,
+    PlacementModel,
+    build_master,
+    build_model,
+    decode_values,
+    hint_values,
+)
+from pimsolve.stages.placement.instance import PlacementInstance
+
+__all__ = ["solve_decomposed", "picks_of"]
+
+Picks = tuple[tuple[int, int], ...]
+"""Per layer: (unfolding index, replication index)."""
+
+
+def picks_of(instance: PlacementInstance, counts: list[LayerCounts]) -> Picks | None:
+    """The options of a placement (None if a replication is not admissible)."""
+    out = []
+    for layer, c in zip(instance.layers, counts, strict=True):
+        if c.replication not in layer.replications:
+            return None
+        out.append((c.choice, layer.replications.index(c.replication)))
+    return tuple(out)
+
+
+def _master_picks(master: PlacementModel, values: list[int]) -> Picks:
+    chosen = {li: (ui, ri) for (li, ui, ri), v in master.z.items() if values[v.index]}
+    return tuple(chosen[li] for li in range(len(master.instance.layers)))
+
+
+def _add_cut(master: PlacementModel, picks: Picks, value: int, name: str) -> None:
+    """obj >= value * (sum_l z[l, picks_l] - (n - 1)): binding only at ``picks``."""
+    n = len(picks)
+    hit = total(master.z[li, ui, ri] for li, (ui, ri) in enumerate(picks))
+    master.model.add(master.model.objective - hit * value, lo=-(n - 1) * value, name=name)
+
+
+def _exclude(master: PlacementModel, picks: Picks, name: str) -> None:
+    """No placement of ``picks`` exists: at most n - 1 of its options together."""
+    hit = total(master.z[li, ui, ri] for li, (ui, ri) in enumerate(picks))
+    master.model.add(hit, hi=len(picks) - 1, name=name)
+
+
+def _seed(instance: PlacementInstance, objective: str, picks: Picks,
+          known: dict[Picks, list[LayerCounts]]) -> list[LayerCounts] | None:
+    """The subproblem's hint: the best of a known placement, ``pack`` and ``spread``."""
+    choices = [ui for ui, _ in picks]
+    reps = [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
+                                                               strict=True)]
+    found = [c for c in (known.get(picks), pack(instance, choices, reps),
+                         spread(instance, choices, reps)) if c is not None]
+    return min(found, key=lambda c: predict(instance, c).objective(objective), default=None)
+
+
+def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
+                     options: SolveOptions, *, start: list[LayerCounts] | None = None,
+                     progress: Callable[[Progress], None] | None = None,
+                     ) -> tuple[SolveResult, list[LayerCounts] | None]:
+    """The best placement and a proven bound, in the model's units (ticks, nJ, EDP).
+
+    ``start`` (a known placement, e.g. the best baseline) is the first incumbent and the
+    hint of its options' subproblem.
+    """
+    began = time.perf_counter()
+    limit = options.time_limit_s if options.time_limit_s is not None else math.inf
+    goal = options.relative_gap if options.relative_gap is not None else 0.0
+    master = build_master(instance, objective)
+    best: float | None = None
+    best_counts: list[LayerCounts] | None = None
+    known: dict[Picks, list[LayerCounts]] = {}
+    if start is not None and (p := picks_of(instance, start)) is not None:
+        known[p] = start
+        best, best_counts = _model_units(instance, objective, start), start
+    lower = 0.0
+    stats = {"iterations": 0.0, "master_s": 0.0, "subproblem_s": 0.0, "subproblems_optimal": 0.0}
+    settled: set[Picks] = set()
+    proven, master_result = False, None
+    while True:
+        left = limit - (time.perf_counter() - began)
+        if left <= 0:
+            break
+        t = time.perf_counter()
+        master_result, values = solve_model(master.model, engine,
+                                            replace(options, time_limit_s=left,
+                                                    relative_gap=None))
+        stats["master_s"] += time.perf_counter() - t
+        if master_result.status == Status.INFEASIBLE:  # every option is settled
+            lower, proven = (best if best is not None else math.inf), True
+            break
+        if master_result.bound is not None:
+            lower = max(lower, math.ceil(master_result.bound - 1e-9))
+        if best is not None and best - lower <= goal * abs(best) + 1e-9:
+            proven = True
+            break
+        if values is None or master_result.status != Status.OPTIMAL:
+            break
+        picks = _master_picks(master, values)
+        if picks in settled:  # its cut already holds the master here: nothing left to learn
+            proven = best is not None and best <= master_result.objective
+            break
+        stats["iterations"] += 1
+        left = limit - (time.perf_counter() - began)
+        if left <= 0:
+            break
+        sub = build_model(instance, objective, picks=picks)
+        seed = _seed(instance, objective, picks, known)
+        t = time.perf_counter()
+        result, sub_values = solve_model(
+            sub.model, engine, replace(options, time_limit_s=left, relative_gap=goal),
+            hint=hint_values(sub, seed) if seed is not None else None)
+        stats["subproblem_s"] += time.perf_counter() - t
+        name = f"cut{int(stats['iterations'])}"
+        if result.status == Status.INFEASIBLE:
+            _exclude(master, picks, name)
+            settled.add(picks)
+            continue
+        if sub_values is not None:
+            counts = decode_values(sub, sub_values)
+            known[picks] = counts
+            if best is None or result.objective < best:
+                best, best_counts = result.objective, counts
+                if progress is not None:
+                    progress(Progress(time.perf_counter() - began, best, lower))
+        if result.status == Status.OPTIMAL:
+            stats["subproblems_optimal"] += 1
+        if result.bound is not None and result.bound > master_result.objective:
+            _add_cut(master, picks, math.ceil(result.bound - 1e-9), name)
+            settled.add(picks)
+        elif result.status != Status.OPTIMAL:
+            break  # the subproblem ran out of time without raising the master's bound
+        else:
+            settled.add(picks)
+            _add_cut(master, picks, math.ceil(result.bound - 1e-9), name)
+    wall = time.perf_counter() - began
+    if best is None:
+        status = Status.INFEASIBLE if proven else Status.UNKNOWN
+        return SolveResult(engine=f"{_engine_name(master_result, engine)}+decomposition",
+                           status=status, objective=None, bound=None, gap=None, wall_s=wall,
+                           deterministic_s=None, seed=options.seed,
+                           stop_reason=StopReason.PROVEN if proven else StopReason.TIME_LIMIT,
+                           stats=stats), None
+    lower = min(lower, best)
+    gap = relative_gap(best, lower)
+    exact = best - lower <= 1e-9
+    status = Status.OPTIMAL if exact else Status.FEASIBLE
+    reason = StopReason.PROVEN if exact else (
+        StopReason.GAP_LIMIT if proven else StopReason.TIME_LIMIT)
+    return SolveResult(engine=f"{_engine_name(master_result, engine)}+decomposition",
+                       status=status, objective=best, bound=lower, gap=0.0 if exact else gap,
+                       wall_s=wall, deterministic_s=None, seed=options.seed,
+                       stop_reason=reason, params=master_result.params if master_result else "",
+                       stats=stats), best_counts
+
+
+def _model_units(instance: PlacementInstance, objective: str,
+                 counts: list[LayerCounts]) -> float:
+    """``predict``'s objective in the model's units, rounded up (an upper bound: the model
+    rounds each term up to its unit)."""
+    value = predict(instance, counts).objective(objective)
+    if objective in ("latency", "throughput"):
+        return math.ceil(value * TICKS_PER_NS * 1.0001) + 2
+    if objective == "energy":
+        return math.ceil(value / ENERGY_UNIT_PJ * 1.0001) + 1
+    return math.ceil(value / ENERGY_UNIT_PJ * TICKS_PER_NS * 1.0001) + 2
+
+
+def _engine_name(result: SolveResult | None, engine: str) -> str:
+    return result.engine if result is not None else engine

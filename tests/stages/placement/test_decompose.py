@@ -1,0 +1,111 @@
+"""The decomposition (master over the options, linear placement subproblem, cuts) is exact:
+it proves the brute-force optimum with every engine, its master never cuts off a placement,
+and its hints (``pack``, ``spread``) are valid placements."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pimsolve.solve.model import solve_model
+from pimsolve.solve.options import SolveOptions
+from pimsolve.solve.result import Status
+from pimsolve.stages.placement.baselines import check_counts, spread
+from pimsolve.stages.placement.decompose import solve_decomposed
+from pimsolve.stages.placement.evaluate import predict
+from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_master, build_model
+from tests.stages.placement.test_baselines import vgg8
+from tests.stages.placement.test_formulation import CASES, brute_force, instance
+
+
+@pytest.mark.parametrize(("cores", "crossbars", "mode"), CASES)
+@pytest.mark.parametrize("engine", ["cpsat", "milp", "milp-highs"])
+def test_decomposition_proves_the_brute_force_optimum(cores, crossbars, mode, engine):
+    inst = instance(cores, crossbars, mode)
+    objective = "throughput" if mode == "ht" else "latency"
+    want = brute_force(inst, objective)
+    result, counts = solve_decomposed(inst, objective, engine, SolveOptions(relative_gap=0))
+    assert result.status == Status.OPTIMAL and result.gap == 0
+    assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1
+    assert result.bound == result.objective
+    assert check_counts(inst, counts) is None
+    assert predict(inst, counts).objective(objective) == pytest.approx(want, abs=0.01)
+
+
+@pytest.mark.parametrize("objective", ["energy", "edp"])
+def test_decomposition_energy_and_edp_match_brute_force(objective):
+    inst = instance(2, 2, "ht")
+    want = brute_force(inst, objective)
+    result, counts = solve_decomposed(inst, objective, "cpsat", SolveOptions(relative_gap=0))
+    assert result.status == Status.OPTIMAL
+    assert predict(inst, counts).objective(objective) == pytest.approx(want, rel=1e-3)
+
+
+def _option_sets(inst):
+    per_layer = [[(ui, ri) for ui in range(len(layer.choices))
+                  for ri in range(len(layer.replications))] for layer in inst.layers]
+    return itertools.product(*per_layer)
+
+
+@pytest.mark.parametrize(("cores", "crossbars", "mode"), CASES[:2] + CASES[3:4])
+def test_master_never_cuts_off_a_placement(cores, crossbars, mode):
+    """For every option set, the master's value there is at most the subproblem's optimum
+    (its cuts are valid), and both at most what any placement of it predicts."""
+    inst = instance(cores, crossbars, mode)
+    objective = "throughput" if mode == "ht" else "latency"
+    checked = 0
+    for picks in _option_sets(inst):
+        try:
+            sub = build_model(inst, objective, picks=picks)
+        except Exception:  # noqa: BLE001 - the option does not fit the crossbars
+            continue
+        sub_result, _ = solve_model(sub.model, "cpsat")
+        if sub_result.status == Status.INFEASIBLE:
+            continue
+        master = build_master(inst, objective)
+        for (li, ui, ri), v in master.z.items():
+            master.model.add(v, lo=int(picks[li] == (ui, ri)), hi=int(picks[li] == (ui, ri)))
+        master_result, _ = solve_model(master.model, "cpsat")
+        assert master_result.status == Status.OPTIMAL
+        assert master_result.objective <= sub_result.objective
+        checked += 1
+    assert checked >= 1
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_spread_places_exactly_the_replicas_asked(data):
+    inst, _ = vgg8("small", data.draw(st.sampled_from(["ht", "ll"])))
+    choices = [data.draw(st.integers(0, len(layer.choices) - 1)) for layer in inst.layers]
+    reps = [data.draw(st.sampled_from(layer.replications[:3])) for layer in inst.layers]
+    counts = spread(inst, choices, reps)
+    if counts is None:  # must then really not fit: more crossbars than the cores hold
+        need = sum(r * layer.choices[u].ags * layer.choices[u].crossbars_per_ag
+                   for layer, u, r in zip(inst.layers, choices, reps, strict=True))
+        assert need > inst.cores * inst.crossbars_per_core * 0.5
+        return
+    assert check_counts(inst, counts) is None
+    assert [c.replication for c in counts] == reps
+    assert [c.choice for c in counts] == choices
+
+
+def test_spread_respects_core_mode():
+    inst, _ = vgg8("cm", "ht")
+    counts = spread(inst, [0] * len(inst.layers), [1] * len(inst.layers))
+    assert counts is not None and check_counts(inst, counts) is None
+
+
+def test_time_limit_keeps_the_start_with_a_bound():
+    """With no time to solve, the start placement comes back, feasible, with its bound."""
+    inst, _ = vgg8("isaac", "ht")
+    from pimsolve.stages.placement.baselines import balance
+
+    start = balance(inst)
+    result, counts = solve_decomposed(inst, "throughput", "cpsat",
+                                      SolveOptions(time_limit_s=1e-6), start=start)
+    assert counts is start
+    assert result.status == Status.FEASIBLE and result.objective is not None
+    assert result.stop_reason.value == "time_limit"
