@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pimsolve.errors import InfeasibleError
-from pimsolve.stages.placement.evaluate import LayerCounts
+from pimsolve.stages.placement.evaluate import LayerCounts, memory_per_core
 from pimsolve.stages.placement.instance import PlacementInstance, PlacementLayer
 
 __all__ = ["BASELINES", "DEFAULT_UNFOLDING", "default_choices", "check_counts", "homes",
@@ -85,6 +85,11 @@ def check_counts(instance: PlacementInstance, counts: Sequence[LayerCounts]) -> 
         core = int(np.argmax(over))
         return (f"core {core}: {int(xbars[core])} crossbars used, a core has "
                 f"{instance.crossbars_per_core}")
+    memory = memory_per_core(instance, counts)
+    if instance.local_memory_bytes is not None and (memory > instance.local_memory_bytes).any():
+        core = int(np.argmax(memory))
+        return (f"core {core}: needs {int(memory[core])} bytes of local memory, a core has "
+                f"{instance.local_memory_bytes}")
     cap = instance.max_layers_per_core
     if cap is not None and (layers_on > cap).any():
         core = int(np.argmax(layers_on > cap))
@@ -143,16 +148,21 @@ def pack(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
          cores: Sequence[Sequence[int]] | None = None) -> list[LayerCounts] | None:
     """Place ``reps[l]`` replicas of every layer, or None when they do not fit.
 
-    Replicas go largest first; a replica that fits on a core goes whole to the fitting core
-    with the least load (issue and home time), else (not in core mode) its AGs spread over
-    consecutive cores, starting at the one with the most room (its home). If that balanced
-    placement fails, plain first-fit is tried. ``cores[l]``, if given, lists the cores layer
+    Replicas go largest first; a replica that fits on a core (crossbars and local memory)
+    goes whole to the fitting core with the least load (issue and home time), else (not in
+    core mode) its AGs spread over consecutive cores, starting at the one with the most room
+    (its home). If that balanced placement fails, or overruns a core's local memory, plain
+    first-fit is tried. ``cores[l]``, if given, lists the cores layer
     ``l`` may use.
     """
     for balanced in (True, False):
         y = _place(instance, choices, reps, cores, balanced)
-        if y is not None:
-            return _counts(instance, choices, y)
+        if y is None:
+            continue
+        counts = _counts(instance, choices, y)
+        top = instance.local_memory_bytes
+        if top is None or memory_per_core(instance, counts).max() <= top:
+            return counts
     return None
 
 
@@ -175,6 +185,7 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
         load["vfu"] += instance.vector_core_ns["vfu"]
         load["gport"] += instance.vector_core_ns["gport"]
     free = np.full(k, cap, dtype=np.int64)
+    mem = _memory(instance)
     y = np.zeros((n, k), dtype=np.int64)
     rho = np.zeros_like(y)
     ell = np.zeros_like(y)
@@ -203,7 +214,7 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
             home_add["net_in"] = m * layer.input_bytes / link
             home_add["net_out"] = m * layer.store_bytes / link
         need = a if instance.computing_mode == "CM" else 1
-        fits = ok & (free >= need * x)
+        fits = ok & (free >= need * x) & (mem >= instance.replica_bytes(i, choices[i]))
         if not fits.any():
             return None
         score = np.max([load[name] + home_add.get(name, 0.0) for name in names], axis=0)
@@ -211,10 +222,12 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
         for name, v in home_add.items():
             load[name][home] += v
         place_on(y, ell, free, i, home, home, x)
+        mem[home] -= instance.replica_bytes(i, choices[i])
         rho[i, home] += 1
         send, back = m * u.in_bytes / link, m * u.out_bytes / link
         for _ in range(a - 1):
-            room = ok & (free >= x)
+            room = ok & (free >= x) & (mem >= u.remote_bytes)
+            room[home] = ok[home] and free[home] >= x
             if instance.computing_mode == "CM":
                 room = np.zeros(k, dtype=bool)
                 room[home] = True
@@ -228,6 +241,7 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
             at = int(np.argmin(np.where(room, there, np.inf)))
             load["issue"][at] += m * u.issue_ns
             if at != home:
+                mem[at] -= u.remote_bytes
                 load["net_in"][at] += send
                 load["net_out"][at] += back
                 load["net_out"][home] += send
@@ -235,6 +249,13 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
             place_on(y, ell, free, i, at, home, x)
     return [LayerCounts(ui, r, y[i], rho[i], ell[i])
             for i, (ui, r) in enumerate(zip(choices, reps, strict=True))]
+
+
+def _memory(instance: PlacementInstance) -> np.ndarray:
+    """Local memory left per core (bytes); unbounded when the instance has no limit."""
+    top = instance.local_memory_bytes
+    return np.full(instance.cores, np.iinfo(np.int64).max // 4 if top is None else top,
+                   dtype=np.int64)
 
 
 def place_on(y, ell, free, layer: int, core: int, home: int, crossbars: int) -> None:
@@ -247,6 +268,7 @@ def _place(instance, choices, reps, cores, balanced: bool) -> np.ndarray | None:
     n, k = len(instance.layers), instance.cores
     cap, most = instance.crossbars_per_core, instance.max_layers_per_core
     free = np.full(k, cap, dtype=np.int64)
+    mem = _memory(instance)
     load = np.zeros(k)
     y = np.zeros((n, k), dtype=np.int64)
     nlayers = np.zeros(k, dtype=np.int64)
@@ -265,13 +287,15 @@ def _place(instance, choices, reps, cores, balanced: bool) -> np.ndarray | None:
         per_ag, per_home = loads[i]
         for _ in range(reps[i]):
             ok = allowed if most is None else allowed & ((y[i] > 0) | (nlayers < most))
-            fit = ok & (free >= a * x)
+            whole = instance.replica_bytes(i, choices[i])
+            fit = ok & (free >= a * x) & (mem >= whole)
             if fit.any():
                 at = int(np.argmin(np.where(fit, load, np.inf))) if balanced else int(
                     np.argmax(fit))
                 nlayers[at] += y[i, at] == 0
                 y[i, at] += a
                 free[at] -= a * x
+                mem[at] -= whole
                 load[at] += a * per_ag + per_home
                 continue
             if instance.computing_mode == "CM":
@@ -450,6 +474,9 @@ def one_layer_per_core(instance: PlacementInstance,
     def cores_for(i: int, r: int) -> int:
         c = layers[i].choices[choices[i]]
         whole = cap // (c.ags * c.crossbars_per_ag)
+        if instance.local_memory_bytes is not None:
+            whole = min(whole, instance.local_memory_bytes // instance.replica_bytes(
+                i, choices[i]))
         if whole or instance.computing_mode == "CM":
             return -(-r // max(whole, 1)) if whole else instance.cores + 1
         return -(-r * c.ags // (cap // c.crossbars_per_ag))
@@ -497,7 +524,11 @@ def no_replication(instance: PlacementInstance,
             here += y[i, core] == 0
             y[i, core] += 1
             used += c.crossbars_per_ag
-    return _counts(instance, choices, y)
+    counts = _counts(instance, choices, y)
+    top = instance.local_memory_bytes
+    if top is not None and memory_per_core(instance, counts).max() > top:
+        return _fit(instance, choices, [1] * len(layers), "no-replication")
+    return counts
 
 
 BASELINES: dict[str, Baseline] = {

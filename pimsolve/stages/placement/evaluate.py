@@ -21,7 +21,7 @@ from pimsolve.ir.mapping import LayerPlacement, Mapping, Partition
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
-           "window_ns", "path_times", "need_windows"]
+           "window_ns", "path_times", "need_windows", "memory_per_core"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "gm", "path")
 """What can bound the cycle (HT) or the latency (LL)."""
@@ -95,6 +95,17 @@ def per_core(instance: PlacementInstance, counts: list[LayerCounts]) -> dict[str
             out["net_out"] += prho * layer.store_bytes / link
         out["net_out"] += (u.in_bytes * out_ags + u.out_bytes * in_ags) / link
         out["net_in"] += (u.out_bytes * out_ags + u.in_bytes * in_ags) / link
+    return out
+
+
+def memory_per_core(instance: PlacementInstance, counts: list[LayerCounts]) -> np.ndarray:
+    """Local memory (bytes) each core needs: sum of mu^h + A mu^a per home replica and mu^r
+    per AG off its home."""
+    out = np.zeros(instance.cores, dtype=np.int64)
+    for li, (layer, c) in enumerate(zip(instance.layers, counts, strict=True)):
+        u = layer.choices[c.choice]
+        out += instance.replica_bytes(li, c.choice) * np.asarray(c.rho) + u.remote_bytes * (
+            np.asarray(c.y) - np.asarray(c.ell))
     return out
 
 

@@ -130,6 +130,13 @@ def build_model(instance: PlacementInstance, objective: str, *,
                         for li, layer in enumerate(instance.layers)
                         for ui, u in _used_choices(layer, li, picks)), hi=C,
                   name=f"crossbars[{k}]")
+    if instance.local_memory_bytes is not None:
+        for k in range(K):
+            model.add(total(rho[li, ui, k] * instance.replica_bytes(li, ui)
+                            + (y[li, ui, k] - ell[li, ui, k]) * u.remote_bytes
+                            for li, layer in enumerate(instance.layers)
+                            for ui, u in _used_choices(layer, li, picks)),
+                      hi=instance.local_memory_bytes, name=f"memory[{k}]")
     if instance.max_layers_per_core is not None:
         for k in range(K):
             present = []
@@ -219,6 +226,7 @@ def build_master(instance: PlacementInstance, objective: str) -> PlacementModel:
                          * layer.choices[ui].crossbars_per_ag)
                     for (li, ui, ri), v in z.items()
                     for layer in (instance.layers[li],)), hi=K * C, name="crossbars")
+    _memory_cuts(model, instance, z)
     time = model.var(0, 1, "T")
     budgets = _aggregate_cuts(instance, z)
     if instance.mode == "ll":
@@ -234,6 +242,26 @@ def build_master(instance: PlacementInstance, objective: str) -> PlacementModel:
         travel.append((int(u.in_bytes + u.out_bytes), v * remote))
     energy = _objective(model, instance, objective, z, time, travel)
     return PlacementModel(model, instance, objective, z, {}, {}, {}, time, energy)
+
+
+def _memory_cuts(model: IntModel, instance: PlacementInstance, z) -> None:
+    """Local memory, summed over the cores (K M) and per layer on the core holding the most
+    of its homes (ceil(r / K) of them): valid for every placement of the options."""
+    top = instance.local_memory_bytes
+    if top is None:
+        return
+    K, C = instance.cores, instance.crossbars_per_core
+    summed = []
+    for (li, ui, ri), v in z.items():
+        layer = instance.layers[li]
+        u, r = layer.choices[ui], layer.replications[ri]
+        remote = max(0, u.ags - C // u.crossbars_per_ag) * r
+        summed.append(v * (r * instance.replica_bytes(li, ui) + remote * u.remote_bytes))
+    model.add(total(summed), hi=K * top, name="memory")
+    for li, layer in enumerate(instance.layers):
+        model.add(total(v * (instance.replica_bytes(li, ui) * -(-layer.replications[ri] // K))
+                        for (a, ui, ri), v in z.items() if a == li), hi=top,
+                  name=f"memory[{layer.name}]")
 
 
 def _check_objective(objective: str) -> None:

@@ -40,7 +40,7 @@ from deap import algorithms, base, tools
 from pimsolve.errors import InfeasibleError, InternalError
 from pimsolve.solve.result import SolveResult, Status, StopReason
 from pimsolve.stages.placement.baselines import BASELINES, _counts, check_counts, default_choices
-from pimsolve.stages.placement.evaluate import LayerCounts, predict
+from pimsolve.stages.placement.evaluate import LayerCounts, memory_per_core, predict
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["GaOptions", "run_ga", "GENE_BASE"]
@@ -138,7 +138,8 @@ class _Problem:
     # -- legality -------------------------------------------------------------------------
 
     def legal(self, y: np.ndarray) -> bool:
-        """Crossbars, layers per core, admissible replications and core mode hold."""
+        """Crossbars, layers per core, admissible replications, core mode and local memory
+        hold."""
         if (y < 0).any() or (y >= GENE_BASE).any():
             return False
         if (self.xb @ y > self.cap).any() or ((y > 0).sum(axis=0) > self.slots).any():
@@ -148,8 +149,12 @@ class _Problem:
             return False
         if self.cm and (y % self.ags[:, None]).any():
             return False
-        return all(int(t) // int(a) in layer.replications
-                   for t, a, layer in zip(total, self.ags, self.instance.layers, strict=True))
+        if not all(int(t) // int(a) in layer.replications
+                   for t, a, layer in zip(total, self.ags, self.instance.layers, strict=True)):
+            return False
+        top = self.instance.local_memory_bytes
+        return top is None or int(memory_per_core(
+            self.instance, _counts(self.instance, self.choices, y)).max()) <= top
 
     def _free(self, y: np.ndarray) -> np.ndarray:
         return self.cap - self.xb @ y

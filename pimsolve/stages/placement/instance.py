@@ -49,6 +49,10 @@ class Choice:
     """b^out_u: partial sums such an AG sends back per window."""
     window_energy_pj: float
     """e_u: crossbar, ADC, DAC, vector and local-memory energy of one replica-window."""
+    home_ag_bytes: int = 0
+    """mu^a_u: local memory a replica's home keeps per AG (its im2col input slice)."""
+    remote_bytes: int = 0
+    """mu^r_u: local memory of an AG off its home (input slice and partial sums)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,9 @@ class PlacementLayer:
     """Output bytes per window (stored in HT, sent on in LL)."""
     input_bytes: float
     """Input pixel bytes per window in LL (received from the producer's core)."""
+    home_bytes: int = 0
+    """mu^h_l: local memory of a replica's home apart from its AGs: the input rows its
+    windows slide over (line buffer), its output (double-buffered) and the bias."""
 
     def windows_per_replica(self, r: int) -> int:
         """m_{l,r} = ceil(W_l / r)."""
@@ -111,6 +118,14 @@ class PlacementInstance:
     constant_energy_pj: float
     """Energy every mapping spends (vector layers, graph input and output)."""
     max_layers_per_core: int | None = None
+    local_memory_bytes: int | None = None
+    """M: local memory per core (None: not constrained)."""
+
+    def replica_bytes(self, layer: int, choice: int) -> int:
+        """mu^h_l + A_u mu^a_u: local memory of one replica whose AGs all sit at home."""
+        lay = self.layers[layer]
+        u = lay.choices[choice]
+        return lay.home_bytes + u.ags * u.home_ag_bytes
 
     def layer_index(self, name: str) -> int:
         return next(i for i, layer in enumerate(self.layers) if layer.name == name)
@@ -191,7 +206,8 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
                 sum(_distinct_pixels(geo, range(k * m.windows // r, (k + 1) * m.windows // r))
                     for k in range(r)) * (geo.in_channels * eb) / r) for r in reps)
         layers.append(PlacementLayer(m.layer, m.windows, tuple(choices), reps, loads,
-                                     m.output_bytes_per_window, m.input_bytes_per_window))
+                                     m.output_bytes_per_window, m.input_bytes_per_window,
+                                     _home_bytes(geo, graph.layer(m.layer).kind, eb)))
     edges, depth = _pipeline(graph, [p.name for p in layers])
     vec_ns = sum(math.ceil(v.ops / vu.lanes) * vu.op_latency_ns for v in workload.vector_layers)
     vec_bytes = sum(v.input_bytes + v.output_bytes for v in workload.vector_layers
@@ -212,7 +228,19 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
         hop_ns=chip.interconnect.hop_latency_ns, gm_latency_ns=chip.global_memory.latency_ns,
         gm_pj_per_byte=chip.global_memory.energy_pj_per_byte,
         net_pj_per_byte_hop=chip.interconnect.energy_pj_per_byte_hop,
-        constant_energy_pj=constant, max_layers_per_core=max_layers_per_core)
+        constant_energy_pj=constant, max_layers_per_core=max_layers_per_core,
+        local_memory_bytes=int(core.local_memory.size_kib * 1024))
+
+
+def _home_bytes(geo, kind: LayerKind, eb: float) -> int:
+    """mu^h: the input rows one output row's windows read (all of a GEMM's input), the
+    output twice (HT pipelines stores by a round) and the bias."""
+    if kind is LayerKind.GEMM:
+        pixels = 1
+    else:
+        hi, wi = geo.input_hw
+        pixels = min(hi, (geo.kernel[0] - 1) * geo.dilations[0] + geo.strides[0]) * wi
+    return math.ceil((pixels * geo.in_channels + 3 * geo.out_channels) * eb)
 
 
 def _choice(u, geo, target: CrossbarTarget, eb: float) -> Choice:
@@ -242,7 +270,9 @@ def _choice(u, geo, target: CrossbarTarget, eb: float) -> Choice:
                   issue_ns=max(steps) * core.mvm_issue_interval_ns,
                   home_vfu_ns=vfu, home_local_ns=local,
                   in_bytes=math.ceil(n_rows / len(rows) * eb), out_bytes=math.ceil(cols * eb),
-                  window_energy_pj=energy)
+                  window_energy_pj=energy,
+                  home_ag_bytes=math.ceil(max(n for _, _, n in rows) * eb),
+                  remote_bytes=math.ceil((max(n for _, _, n in rows) + cols * max(steps)) * eb))
 
 
 def _pipeline(graph: Graph, mvm_names: list[str]) -> tuple[tuple[Edge, ...], int]:

@@ -21,7 +21,13 @@ from pimsolve.stages.placement.baselines import (
     homes,
     pack,
 )
-from pimsolve.stages.placement.evaluate import LayerCounts, counts_of, decode, predict
+from pimsolve.stages.placement.evaluate import (
+    LayerCounts,
+    counts_of,
+    decode,
+    memory_per_core,
+    predict,
+)
 from pimsolve.stages.placement.instance import build_instance
 from pimsolve.stages.placement.reference import reference_mapping
 from pimsolve.target import load_target
@@ -133,8 +139,19 @@ def test_one_layer_per_core(case) -> None:
     assert max(c.replication for c in counts) > 1
 
 
-@pytest.mark.parametrize("case", [("isaac", "ht", None), ("small", "ht", None),
-                                  ("cm", "ht", None)], ids=str)
+@pytest.mark.parametrize("small", ["small", "cm"])
+def test_no_replication_keeps_to_local_memory(small) -> None:
+    """On 8-12 cores the reference's next-fit overruns the local-memory estimate of core 0;
+    the baseline then packs its single replicas within it."""
+    inst, ins = vgg8(small, "ht")
+    ref = counts_of(inst, reference_mapping(ins.workload, ins.target, "ht"))
+    assert memory_per_core(inst, ref).max() > inst.local_memory_bytes
+    counts = BASELINES["no-replication"](inst, "latency")
+    assert all(c.replication == 1 for c in counts)
+    assert check_counts(inst, counts) is None
+
+
+@pytest.mark.parametrize("case", [("isaac", "ht", None), ("isaac", "ll", None)], ids=str)
 def test_no_replication_is_the_reference_mapping(case) -> None:
     inst, ins = vgg8(*case)
     counts = BASELINES["no-replication"](inst, "latency")

@@ -4,6 +4,7 @@ and its hints (``pack``, ``spread``) are valid placements."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -15,10 +16,10 @@ from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import Status
 from pimsolve.stages.placement.baselines import check_counts, spread
 from pimsolve.stages.placement.decompose import solve_decomposed
-from pimsolve.stages.placement.evaluate import predict
+from pimsolve.stages.placement.evaluate import memory_per_core, predict
 from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_master, build_model
 from tests.stages.placement.test_baselines import vgg8
-from tests.stages.placement.test_formulation import CASES, brute_force, instance
+from tests.stages.placement.test_formulation import CASES, _layer_options, brute_force, instance
 
 
 @pytest.mark.parametrize(("cores", "crossbars", "mode"), CASES)
@@ -42,6 +43,38 @@ def test_decomposition_energy_and_edp_match_brute_force(objective):
     result, counts = solve_decomposed(inst, objective, "cpsat", SolveOptions(relative_gap=0))
     assert result.status == Status.OPTIMAL
     assert predict(inst, counts).objective(objective) == pytest.approx(want, rel=1e-3)
+
+
+def _scored(inst):
+    """(time, most local memory on a core) of every placement that fits the crossbars."""
+    out = []
+    per_layer = [list(_layer_options(inst, li)) for li in range(len(inst.layers))]
+    for combo in itertools.product(*per_layer):
+        used = sum(c.y * inst.layers[i].choices[c.choice].crossbars_per_ag
+                   for i, c in enumerate(combo))
+        if (used <= inst.crossbars_per_core).all():
+            out.append((predict(inst, list(combo)).time_ns,
+                        int(memory_per_core(inst, list(combo)).max())))
+    return out
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "milp-highs"])
+def test_local_memory_is_exact(engine):
+    """With the least local memory any placement needs, the decomposition finds the brute
+    force's best among the few placements that fit; with one byte less, none exists."""
+    free = dataclasses.replace(instance(3, 2, "ht"), local_memory_bytes=None)
+    scored = _scored(free)
+    least = min(m for _, m in scored)
+    assert sum(m <= least for _, m in scored) < len(scored) / 4
+    tight = dataclasses.replace(free, local_memory_bytes=least)
+    result, got = solve_decomposed(tight, "throughput", engine, SolveOptions(relative_gap=0))
+    assert result.status == Status.OPTIMAL
+    assert check_counts(tight, got) is None
+    want = min(t for t, m in scored if m <= least)
+    assert predict(tight, got).time_ns == pytest.approx(want, abs=0.01)
+    none = dataclasses.replace(free, local_memory_bytes=least - 1)
+    result, got = solve_decomposed(none, "throughput", engine, SolveOptions(relative_gap=0))
+    assert result.status == Status.INFEASIBLE and got is None
 
 
 def _option_sets(inst):

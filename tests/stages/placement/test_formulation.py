@@ -17,7 +17,13 @@ import pytest
 from pimsolve.frontend.load import load_onnx
 from pimsolve.lowering import lower
 from pimsolve.solve.model import check_values, solve_model
-from pimsolve.stages.placement.evaluate import LayerCounts, counts_of, decode, predict
+from pimsolve.stages.placement.evaluate import (
+    LayerCounts,
+    counts_of,
+    decode,
+    memory_per_core,
+    predict,
+)
 from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_model, decode_values
 from pimsolve.stages.placement.instance import build_instance
 from pimsolve.target import CrossbarTarget, load_target
@@ -62,6 +68,9 @@ def brute_force(inst, objective: str) -> float:
         used = sum(c.y * inst.layers[i].choices[c.choice].crossbars_per_ag
                    for i, c in enumerate(combo))
         if (used > inst.crossbars_per_core).any():
+            continue
+        if inst.local_memory_bytes is not None and (
+                memory_per_core(inst, list(combo)) > inst.local_memory_bytes).any():
             continue
         best = min(best, predict(inst, list(combo)).objective(objective))
     return best
