@@ -221,7 +221,7 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
         home = int(np.argmin(np.where(fits, score, np.inf)))
         for name, v in home_add.items():
             load[name][home] += v
-        place_on(y, ell, free, i, home, home, x)
+        _place_on(y, ell, free, i, home, home, x)
         mem[home] -= instance.replica_bytes(i, choices[i])
         rho[i, home] += 1
         send, back = m * u.in_bytes / link, m * u.out_bytes / link
@@ -246,7 +246,7 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
                 load["net_out"][at] += back
                 load["net_out"][home] += send
                 load["net_in"][home] += back
-            place_on(y, ell, free, i, at, home, x)
+            _place_on(y, ell, free, i, at, home, x)
     return [LayerCounts(ui, r, y[i], rho[i], ell[i])
             for i, (ui, r) in enumerate(zip(choices, reps, strict=True))]
 
@@ -258,7 +258,7 @@ def _memory(instance: PlacementInstance) -> np.ndarray:
                    dtype=np.int64)
 
 
-def place_on(y, ell, free, layer: int, core: int, home: int, crossbars: int) -> None:
+def _place_on(y, ell, free, layer: int, core: int, home: int, crossbars: int) -> None:
     y[layer, core] += 1
     ell[layer, core] += core == home
     free[core] -= crossbars

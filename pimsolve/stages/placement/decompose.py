@@ -29,13 +29,12 @@ from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
 from pimsolve.stages.placement.baselines import pack, spread
 from pimsolve.stages.placement.evaluate import LayerCounts, predict
 from pimsolve.stages.placement.formulation import (
-    ENERGY_UNIT_PJ,
-    TICKS_PER_NS,
     PlacementModel,
     build_master,
     build_model,
     decode_values,
     hint_values,
+    objective_scale,
 )
 from pimsolve.stages.placement.instance import PlacementInstance
 
@@ -105,7 +104,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         best, best_counts = _model_units(instance, objective, start), start
     lower = 0.0
     stats = {"iterations": 0.0, "master_s": 0.0, "subproblem_s": 0.0, "subproblems_optimal": 0.0}
-    settled: set[Picks] = set()
+    settled: dict[Picks, float] = {}  # option sets settled: the bound proved (inf: none fits)
     proven, master_result = False, None
     while True:
         left = limit - (time.perf_counter() - began)
@@ -116,8 +115,8 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                                             replace(options, time_limit_s=left,
                                                     relative_gap=None))
         stats["master_s"] += time.perf_counter() - t
-        if master_result.status == Status.INFEASIBLE:  # every option is settled
-            lower, proven = (best if best is not None else math.inf), True
+        if master_result.status == Status.INFEASIBLE:  # every option set is settled
+            lower, proven = min(settled.values(), default=math.inf), True
             break
         if master_result.bound is not None:
             lower = max(lower, math.ceil(master_result.bound - 1e-9))
@@ -144,7 +143,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         name = f"cut{int(stats['iterations'])}"
         if result.status == Status.INFEASIBLE:
             _exclude(master, picks, name)
-            settled.add(picks)
+            settled[picks] = math.inf
             continue
         if sub_values is not None:
             counts = decode_values(sub, sub_values)
@@ -155,14 +154,11 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                     progress(Progress(time.perf_counter() - began, best, lower))
         if result.status == Status.OPTIMAL:
             stats["subproblems_optimal"] += 1
-        if result.bound is not None and result.bound > master_result.objective:
-            _add_cut(master, picks, math.ceil(result.bound - 1e-9), name)
-            settled.add(picks)
-        elif result.status != Status.OPTIMAL:
+        if result.status != Status.OPTIMAL and (
+                result.bound is None or result.bound <= master_result.objective):
             break  # the subproblem ran out of time without raising the master's bound
-        else:
-            settled.add(picks)
-            _add_cut(master, picks, math.ceil(result.bound - 1e-9), name)
+        settled[picks] = math.ceil(result.bound - 1e-9)
+        _add_cut(master, picks, settled[picks], name)
     wall = time.perf_counter() - began
     if best is None:
         status = Status.INFEASIBLE if proven else Status.UNKNOWN
@@ -188,12 +184,8 @@ def _model_units(instance: PlacementInstance, objective: str,
                  counts: list[LayerCounts]) -> float:
     """``predict``'s objective in the model's units, rounded up (an upper bound: the model
     rounds each term up to its unit)."""
-    value = predict(instance, counts).objective(objective)
-    if objective in ("latency", "throughput"):
-        return math.ceil(value * TICKS_PER_NS * 1.0001) + 2
-    if objective == "energy":
-        return math.ceil(value / ENERGY_UNIT_PJ * 1.0001) + 1
-    return math.ceil(value / ENERGY_UNIT_PJ * TICKS_PER_NS * 1.0001) + 2
+    value = predict(instance, counts).objective(objective) * objective_scale(objective)
+    return math.ceil(value * 1.0001) + 2
 
 
 def _engine_name(result: SolveResult | None, engine: str) -> str:

@@ -31,7 +31,7 @@ from pimsolve.stages.placement.evaluate import (
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "build_master",
-           "decode_values", "hint_values"]
+           "decode_values", "hint_values", "objective_scale"]
 
 TICKS_PER_NS = 100
 ENERGY_UNIT_PJ = 1000
@@ -238,7 +238,7 @@ def build_master(instance: PlacementInstance, objective: str) -> PlacementModel:
     for (li, ui, ri), v in z.items():
         layer = instance.layers[li]
         u, r = layer.choices[ui], layer.replications[ri]
-        remote = max(0, u.ags - C // u.crossbars_per_ag) * r * layer.windows_per_replica(r)
+        remote = _forced_remote(u, C) * r * layer.windows_per_replica(r)
         travel.append((int(u.in_bytes + u.out_bytes), v * remote))
     energy = _objective(model, instance, objective, z, time, travel)
     return PlacementModel(model, instance, objective, z, {}, {}, {}, time, energy)
@@ -255,13 +255,28 @@ def _memory_cuts(model: IntModel, instance: PlacementInstance, z) -> None:
     for (li, ui, ri), v in z.items():
         layer = instance.layers[li]
         u, r = layer.choices[ui], layer.replications[ri]
-        remote = max(0, u.ags - C // u.crossbars_per_ag) * r
+        remote = _forced_remote(u, C) * r
         summed.append(v * (r * instance.replica_bytes(li, ui) + remote * u.remote_bytes))
     model.add(total(summed), hi=K * top, name="memory")
     for li, layer in enumerate(instance.layers):
         model.add(total(v * (instance.replica_bytes(li, ui) * -(-layer.replications[ri] // K))
                         for (a, ui, ri), v in z.items() if a == li), hi=top,
                   name=f"memory[{layer.name}]")
+
+
+def _forced_remote(u, crossbars_per_core: int) -> int:
+    """AGs of one replica that cannot sit on its home core, whatever the placement."""
+    return max(0, u.ags - crossbars_per_core // u.crossbars_per_ag)
+
+
+def objective_scale(objective: str) -> float:
+    """Model units per ``predict`` unit: ticks per ns (time), per pJ (energy: nJ), per pJ x ns
+    (EDP: nJ x ticks)."""
+    if objective in ("latency", "throughput"):
+        return TICKS_PER_NS
+    if objective == "energy":
+        return 1 / ENERGY_UNIT_PJ
+    return TICKS_PER_NS / ENERGY_UNIT_PJ
 
 
 def _check_objective(objective: str) -> None:
@@ -304,7 +319,8 @@ def _choice_vars(model: IntModel, instance: PlacementInstance, picks) -> dict:
 
 
 def _used_choices(layer, li: int, picks) -> list:
-    """(u, choice) pairs of ``layer`` the model places: all, or the picked one."""
+    """(index, Choice) of each unfolding of ``layer`` the model places: all, or the
+    picked one."""
     return [(ui, u) for ui, u in enumerate(layer.choices)
             if picks is None or picks[li][0] == ui]
 
@@ -334,7 +350,7 @@ def _aggregate_cuts(instance: PlacementInstance, z) -> dict[str, _Budget]:
         layer = instance.layers[li]
         u, r = layer.choices[ui], layer.replications[ri]
         m = layer.windows_per_replica(r)
-        remote = max(0, u.ags - C // u.crossbars_per_ag)  # per replica, at least
+        remote = _forced_remote(u, C)
         most_ags, most_homes = -(-u.ags * r // K), -(-r // K)
         sums["issue"].add(_ticks(u.issue_ns) * u.ags * r * m, v)
         sums["vfu"].add(_ticks(u.home_vfu_ns) * r * m, v)

@@ -23,7 +23,7 @@ from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason
 from pimsolve.stages.placement.decompose import solve_decomposed
 from pimsolve.stages.placement.evaluate import LayerCounts, Prediction, decode, predict
-from pimsolve.stages.placement.formulation import ENERGY_UNIT_PJ, TICKS_PER_NS, build_model
+from pimsolve.stages.placement.formulation import build_model, objective_scale
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["engine_names", "AUTO_MAX_VARIABLES", "PlacementOutcome", "place"]
@@ -58,13 +58,7 @@ class PlacementOutcome:
 
 def _scale(objective: str, value: float | None) -> float | None:
     """Model units back to ns (time), pJ (energy) or pJ x ns (EDP), as ``predict``."""
-    if value is None:
-        return None
-    if objective in ("latency", "throughput"):
-        return value / TICKS_PER_NS
-    if objective == "energy":
-        return value * ENERGY_UNIT_PJ
-    return value * ENERGY_UNIT_PJ / TICKS_PER_NS
+    return None if value is None else value / objective_scale(objective)
 
 
 def place(instance: PlacementInstance, workload: Workload, *, objective: str, engine: str,
