@@ -4,7 +4,8 @@ Both PIMCOMP modes (Sec. VII) are emitted at the convolution-operator granularit
 
 * **HT** (high throughput, Alg. 1): one steady-state cycle of the batch pipeline. Every layer
   reads its inputs from global memory and stores its outputs there, so layers of one cycle are
-  independent; tasks are interleaved round-robin over layers and replicas, software-pipelined
+  independent; tasks are interleaved round-robin over layers and replicas, paced so that every
+  worker spreads its tasks evenly over the rounds of the longest one, software-pipelined
   (a round's partial-sum adds, bias and stores follow the next round's loads and MVMs, so an
   in-order global port never holds a load behind a store); windows are split
   over a layer's replicas in contiguous, equal ranges; a replica keeps the input pixels its next
@@ -290,6 +291,8 @@ class _Generator:
         if lt.kind == "mvm":
             replicas = self.replicas[lt.layer.name]
             r = len(replicas)
+            if self.mode == "ht":
+                return self._share_homes(lt, replicas, tag)
             return [_Worker(lt, self.slots[ids[0]].core,
                             list(range(k * lt.tasks // r, (k + 1) * lt.tasks // r)), ids,
                             tag=tag)
@@ -298,6 +301,27 @@ class _Generator:
         for task in range(lt.tasks):
             per_core.setdefault(owner_of(lt, task), []).append(task)
         return [_Worker(lt, core, tasks, tag=tag) for core, tasks in sorted(per_core.items())]
+
+    def _share_homes(self, lt: LayerTasks, replicas: list[list[int]],
+                     tag: int) -> list[_Worker]:
+        """HT workers of a crossbar layer (PIMCOMP Fig. 8c): the replicas homed on one core
+        take adjacent window ranges, interleave their windows (replica j of h takes every h-th
+        window of the group's range, so one round covers h neighbouring windows) and share
+        one input cache, so the pixels their windows have in common are loaded once."""
+        r = len(replicas)
+        groups: dict[int, list[list[int]]] = {}
+        for ids in replicas:
+            groups.setdefault(self.slots[ids[0]].core, []).append(ids)
+        workers, k = [], 0
+        for home, members in groups.items():
+            span = range(k * lt.tasks // r, (k + len(members)) * lt.tasks // r)
+            k += len(members)
+            cache: dict[Key, Buffer] = {}
+            uses: dict[Key, int] = {}
+            h = len(members)
+            workers += [_Worker(lt, home, list(span[j::h]), ids, cache=cache, uses=uses,
+                                tag=tag) for j, ids in enumerate(members)]
+        return workers
 
     def _spread(self, lt: LayerTasks, task: int) -> int:
         return task * self.cores // lt.tasks
@@ -318,13 +342,18 @@ class _Generator:
             for keys in w.sources:
                 for key in keys:
                     w.uses[key] = w.uses.get(key, 0) + 1
-        left = list(workers)
+        left = [w for w in workers if w.tasks]
+        rounds = max((len(w.tasks) for w in left), default=0)
         pending: list[tuple[_Worker, int, Buffer]] = []
-        while left:
+        for t in range(rounds):
+            # paced: a worker of n tasks runs its i-th in round floor(i M / n), so every round
+            # asks global memory for about the same bytes (a short layer's loads do not crowd
+            # the first rounds while the longest layer's AGs wait for theirs);
             # software pipelining: a round's stores follow the next round's loads, so a
             # core's in-order global port never holds a load behind a store still waiting
             # for its MVM
-            done = [self._ht_task(w) for w in left]
+            done = [self._ht_task(w) for w in left
+                    for _ in range(-(-(t + 1) * len(w.tasks) // rounds) - w.next)]
             for w, task, out, finish in pending:
                 self._ht_store(w, task, out, finish)
             pending = done

@@ -207,9 +207,10 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
             (y > 0).sum(axis=0) < most)
         home_add = {"issue": m * u.issue_ns, "vfu": m * u.home_vfu_ns,
                     "local": m * u.home_local_ns}
-        if ht:
-            lam = layer.load_bytes[layer.replications.index(reps[i])]
-            home_add["gport"] = (lam + m * layer.store_bytes) / instance.gm_bytes_per_ns
+        if ht:  # a home next to another of the layer's homes shares its loads (Fig. 8c)
+            ri = layer.replications.index(reps[i])
+            loads = layer.core_load_bytes(ri, rho[i] + 1) - layer.core_load_bytes(ri, rho[i])
+            home_add["gport"] = (loads + m * layer.store_bytes) / instance.gm_bytes_per_ns
         else:
             home_add["net_in"] = m * layer.input_bytes / link
             home_add["net_out"] = m * layer.store_bytes / link
@@ -220,7 +221,7 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
         score = np.max([load[name] + home_add.get(name, 0.0) for name in names], axis=0)
         home = int(np.argmin(np.where(fits, score, np.inf)))
         for name, v in home_add.items():
-            load[name][home] += v
+            load[name][home] += np.broadcast_to(v, k)[home]
         _place_on(y, ell, free, i, home, home, x)
         mem[home] -= instance.replica_bytes(i, choices[i])
         rho[i, home] += 1

@@ -88,8 +88,8 @@ def per_core(instance: PlacementInstance, counts: list[LayerCounts]) -> dict[str
         out["vfu"] += u.home_vfu_ns * prho
         out["local"] += u.home_local_ns * prho
         if instance.mode == "ht":
-            lam = layer.load_bytes[layer.replications.index(c.replication)]
-            out["gport"] += (c.rho * lam + prho * layer.store_bytes) / instance.gm_bytes_per_ns
+            loads = layer.core_load_bytes(layer.replications.index(c.replication), c.rho)
+            out["gport"] += (loads + prho * layer.store_bytes) / instance.gm_bytes_per_ns
         else:
             out["net_in"] += prho * layer.input_bytes / link
             out["net_out"] += prho * layer.store_bytes / link
@@ -130,8 +130,8 @@ def predict(instance: PlacementInstance, counts: list[LayerCounts]) -> Predictio
         travel = (u.ags * c.rho - c.ell).sum() * m * (u.in_bytes + u.out_bytes)
         energy += travel * instance.net_pj_per_byte_hop
         if instance.mode == "ht":
-            lam = layer.load_bytes[layer.replications.index(c.replication)]
-            energy += (lam * c.replication + layer.store_bytes * layer.windows) * (
+            loads = layer.core_load_bytes(layer.replications.index(c.replication), c.rho)
+            energy += (loads.sum() + layer.store_bytes * layer.windows) * (
                 instance.gm_pj_per_byte)
         else:
             energy += (layer.input_bytes + layer.store_bytes) * layer.windows * (

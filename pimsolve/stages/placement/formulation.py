@@ -54,6 +54,8 @@ class PlacementModel:
     y: dict[tuple[int, int, int], Var]
     rho: dict[tuple[int, int, int], Var]
     ell: dict[tuple[int, int, int], Var]
+    shared: dict[tuple[int, int], Var]
+    """HT, layers whose replicas overlap: b[l, k] = 1 if core k is home to any replica of l."""
     time: Var
     energy: Var | None
 
@@ -90,12 +92,13 @@ def build_model(instance: PlacementInstance, objective: str, *,
     K, C = instance.cores, instance.crossbars_per_core
     ht = instance.mode == "ht"
     z = _choice_vars(model, instance, picks)
-    y, rho, ell = {}, {}, {}
-    m_of, lam_of = [], []
+    y, rho, ell, shared = {}, {}, {}, {}
+    m_of, lam_of, delta_of = [], [], []
     for li, layer in enumerate(instance.layers):
         mine = [ri for (a, _, ri) in z if a == li]
         ms = [layer.windows_per_replica(layer.replications[ri]) for ri in mine]
         lams = [layer.load_bytes[ri] for ri in mine]
+        deltas = [_overlap(layer, ri) for ri in mine]
         m = model.var(min(ms), max(ms), f"m[{layer.name}]")
         model.equal(m - total(v * layer.windows_per_replica(layer.replications[ri])
                               for (a, _, ri), v in z.items() if a == li), 0,
@@ -107,6 +110,13 @@ def build_model(instance: PlacementInstance, objective: str, *,
                                     for (a, _, ri), v in z.items() if a == li), 0,
                         f"lam[{layer.name}]")
             lam_of.append(lam)
+            delta = None
+            if max(deltas) > 0:
+                delta = model.var(min(deltas), max(deltas), f"delta[{layer.name}]")
+                model.equal(delta - total(v * _overlap(layer, ri)
+                                          for (a, _, ri), v in z.items() if a == li), 0,
+                            f"delta[{layer.name}]")
+            delta_of.append(delta)
         for ui, u in _used_choices(layer, li, picks):
             top = C // u.crossbars_per_ag
             for k in range(K):
@@ -125,6 +135,12 @@ def build_model(instance: PlacementInstance, objective: str, *,
                         f"ags[{layer.name},{u.unfolding}]")
             model.equal(total(rho[li, ui, k] for k in range(K)) - reps, 0,
                         f"homes[{layer.name},{u.unfolding}]")
+        if ht and delta_of[li] is not None:
+            most = max(layer.replications[ri] for ri in mine)
+            for k in range(K):
+                shared[li, k] = b = model.boolean(f"b[{layer.name},{k}]")
+                model.add(b * most - total(rho[li, ui, k] for ui, _ in
+                                           _used_choices(layer, li, picks)), lo=0)
     for k in range(K):
         model.add(total(y[li, ui, k] * u.crossbars_per_ag
                         for li, layer in enumerate(instance.layers)
@@ -164,6 +180,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
     link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
     gbw = Fraction(1) / Fraction(instance.gm_bytes_per_ns).limit_denominator(10_000)
     travel_bytes: list[tuple[int, Expr]] = []
+    saved_bytes: list[Expr] = []
     for li, layer in enumerate(instance.layers):
         m = m_of[li]
         agb = budget(f"ag[{layer.name}]")
@@ -188,11 +205,23 @@ def build_model(instance: PlacementInstance, objective: str, *,
                 inn.add(_ticks(u.in_bytes) * link, came)
                 travel_bytes.append((int(u.in_bytes + u.out_bytes), away))
                 if ht:
-                    pl = model.product(rho[li, ui, k], lam_of[li],
-                                       f"Pl[{layer.name},{u.unfolding},{k}]")
+                    # loads: lam rho - delta (rho - b), the homes of a core share overlaps
+                    loads = model.product(rho[li, ui, k], lam_of[li],
+                                          f"Pl[{layer.name},{u.unfolding},{k}]")
+                    if delta_of[li] is not None:
+                        pd = model.product(rho[li, ui, k], delta_of[li],
+                                           f"Pd[{layer.name},{u.unfolding},{k}]")
+                        loads = loads - pd
+                        saved_bytes.append(pd * -1)
                     for name in (f"gport[{k}]", f"gm[{k // per_chip}]"):
-                        budget(name).add(_ticks(1) * gbw, pl)
+                        budget(name).add(_ticks(1) * gbw, loads)
                         budget(name).add(_ticks(layer.store_bytes) * gbw, pr)
+            if ht and delta_of[li] is not None:
+                for k in range(K):
+                    pb = model.product(shared[li, k], delta_of[li], f"Pb[{layer.name},{k}]")
+                    saved_bytes.append(pb)
+                    for name in (f"gport[{k}]", f"gm[{k // per_chip}]"):
+                        budget(name).add(_ticks(1) * gbw, pb)
                 else:
                     inn.add(_ticks(layer.input_bytes) * link, pr)
                     out.add(_ticks(layer.store_bytes) * link, pr)
@@ -208,8 +237,8 @@ def build_model(instance: PlacementInstance, objective: str, *,
         b.bound(model, time, name)
     model.upper[time.index] = _time_upper(model, budgets)
 
-    energy = _objective(model, instance, objective, z, time, travel_bytes)
-    return PlacementModel(model, instance, objective, z, y, rho, ell, time, energy)
+    energy = _objective(model, instance, objective, z, time, travel_bytes, saved_bytes)
+    return PlacementModel(model, instance, objective, z, y, rho, ell, shared, time, energy)
 
 
 def build_master(instance: PlacementInstance, objective: str) -> PlacementModel:
@@ -234,14 +263,17 @@ def build_master(instance: PlacementInstance, objective: str) -> PlacementModel:
     for name, b in budgets.items():
         b.bound(model, time, name)
     model.upper[time.index] = _time_upper(model, budgets)
-    travel = []
+    travel, saved = [], []
     for (li, ui, ri), v in z.items():
         layer = instance.layers[li]
         u, r = layer.choices[ui], layer.replications[ri]
         remote = _forced_remote(u, C) * r * layer.windows_per_replica(r)
         travel.append((int(u.in_bytes + u.out_bytes), v * remote))
-    energy = _objective(model, instance, objective, z, time, travel)
-    return PlacementModel(model, instance, objective, z, {}, {}, {}, time, energy)
+        if instance.mode == "ht":
+            saved.append(v * (_loads_at_least(layer, u, ri, C, instance.computing_mode)
+                              - layer.load_bytes[ri] * r))
+    energy = _objective(model, instance, objective, z, time, travel, saved)
+    return PlacementModel(model, instance, objective, z, {}, {}, {}, {}, time, energy)
 
 
 def _memory_cuts(model: IntModel, instance: PlacementInstance, z) -> None:
@@ -262,6 +294,27 @@ def _memory_cuts(model: IntModel, instance: PlacementInstance, z) -> None:
         model.add(total(v * (instance.replica_bytes(li, ui) * -(-layer.replications[ri] // K))
                         for (a, ui, ri), v in z.items() if a == li), hi=top,
                   name=f"memory[{layer.name}]")
+
+
+def _overlap(layer, ri: int) -> int:
+    """delta_{l,r} (0 where the layer's windows share no input)."""
+    return layer.overlap_bytes[ri] if layer.overlap_bytes else 0
+
+
+def _homes_per_core(u, crossbars_per_core: int, computing_mode: str) -> int:
+    """The most replica homes one core can hold (each keeps at least one AG, or all in CM)."""
+    return max(1, crossbars_per_core // (u.crossbars_per_ag
+                                         * (u.ags if computing_mode == "CM" else 1)))
+
+
+def _loads_at_least(layer, u, ri: int, crossbars_per_core: int,
+                    computing_mode: str) -> int:
+    """HT loads of all r replicas summed over the cores, at least: (lam - delta) r plus
+    delta per core holding homes, of which there are at least ceil(r / most per core)."""
+    r = layer.replications[ri]
+    lam, delta = layer.load_bytes[ri], _overlap(layer, ri)
+    cores = -(-r // _homes_per_core(u, crossbars_per_core, computing_mode))
+    return (lam - delta) * r + delta * cores
 
 
 def _forced_remote(u, crossbars_per_core: int) -> int:
@@ -285,11 +338,12 @@ def _check_objective(objective: str) -> None:
                          f"{objective!r}")
 
 
-def _objective(model: IntModel, instance, objective: str, z, time: Var, travel) -> Var | None:
+def _objective(model: IntModel, instance, objective: str, z, time: Var, travel,
+               saved) -> Var | None:
     """Minimize T, E or E T; returns E when the objective needs it."""
     energy = None
     if objective in ("energy", "edp"):
-        energy = _energy(model, instance, z, travel)
+        energy = _energy(model, instance, z, travel, saved)
     if objective == "energy":
         model.minimize(energy)
     elif objective == "edp":
@@ -359,9 +413,14 @@ def _aggregate_cuts(instance: PlacementInstance, z) -> dict[str, _Budget]:
         home_in = _ticks(u.out_bytes) * link * remote * m
         home_out = _ticks(u.in_bytes) * link * remote * m
         if ht:
-            port = _ticks(1) * gbw * (layer.load_bytes[ri] + Fraction(layer.store_bytes) * m)
-            sums["gport"].add(port * r, v)
-            sums["gm"].add(port * r, v)
+            stores = Fraction(layer.store_bytes) * m
+            loads = _loads_at_least(layer, u, ri, C, instance.computing_mode)
+            sums["gport"].add(_ticks(1) * gbw * (loads + stores * r), v)
+            sums["gm"].add(_ticks(1) * gbw * (loads + stores * r), v)
+            delta = _overlap(layer, ri)
+            # the core with the most homes loads at least (lam - delta) h + delta
+            port = _ticks(1) * gbw * (layer.load_bytes[ri] - delta + stores
+                                      + Fraction(delta, most_homes))
             sums["net_in"].add(travel, v)
             sums["net_out"].add(travel, v)
         else:
@@ -430,8 +489,10 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget) -> N
         model.add(finish[e.consumer] - finish[e.producer] - step[e.consumer], lo=0)
 
 
-def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes) -> Var:
-    """E (in ENERGY_UNIT_PJ, rounded up per term) = constant + per-choice + traffic."""
+def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes,
+            saved_bytes) -> Var:
+    """E (in ENERGY_UNIT_PJ, rounded up per term) = constant + per-choice + traffic, less the
+    loads co-located replicas share (``saved_bytes``, HT)."""
     terms: list[tuple[Fraction, Expr]] = []
     unit = Fraction(ENERGY_UNIT_PJ)
     for li, layer in enumerate(instance.layers):
@@ -450,6 +511,8 @@ def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes) -> Va
     hop = Fraction(instance.net_pj_per_byte_hop).limit_denominator(1000)
     for nbytes, away in travel_bytes:
         terms.append((hop * nbytes / unit, away))
+    gm = Fraction(instance.gm_pj_per_byte).limit_denominator(1000)
+    terms += [(gm / unit, Expr.of(e)) for e in saved_bytes]
     constant = Fraction(instance.constant_energy_pj).limit_denominator(1000) / unit
     den = math.lcm(*(c.denominator for c, _ in terms), constant.denominator)
     body = total(e * int(c * den) for c, e in terms)
@@ -494,6 +557,11 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
         value[names[f"m[{layer.name}]"]] = layer.windows_per_replica(c.replication)
         if f"lam[{layer.name}]" in names and ri is not None:
             value[names[f"lam[{layer.name}]"]] = layer.load_bytes[ri]
+        if f"delta[{layer.name}]" in names and ri is not None:
+            value[names[f"delta[{layer.name}]"]] = _overlap(layer, ri)
+        for k in range(inst.cores):
+            if (li, k) in pm.shared:
+                hint[pm.shared[li, k]] = int(c.rho[order[k]] > 0)
         for ui in range(len(layer.choices)):
             if (li, ui, 0) not in pm.y:
                 continue

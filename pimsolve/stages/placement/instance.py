@@ -66,8 +66,8 @@ class PlacementLayer:
     replications: tuple[int, ...]
     """R_l: admissible replication factors (each gives a smaller ceil(W_l / r))."""
     load_bytes: tuple[int, ...]
-    """Per r in R_l: HT global-memory loads of one replica on average (its windows' distinct
-    input pixels, PIMCOMP's input reuse inside a replica)."""
+    """lam_{l,r}, per r in R_l: HT global-memory loads of one replica on average (its windows'
+    distinct input pixels, PIMCOMP's input reuse inside a replica)."""
     store_bytes: float
     """Output bytes per window (stored in HT, sent on in LL)."""
     input_bytes: float
@@ -75,6 +75,19 @@ class PlacementLayer:
     home_bytes: int = 0
     """mu^h_l: local memory of a replica's home apart from its AGs: the input rows its
     windows slide over (line buffer), its output (double-buffered) and the bias."""
+    overlap_bytes: tuple[int, ...] = ()
+    """delta_{l,r}, per r in R_l: loads a replica saves when it shares its home core with
+    another replica of the layer (PIMCOMP Fig. 8c): co-located replicas take adjacent window
+    ranges and load their common input pixels once. The average overlap of two adjacent
+    ranges, so that h = r replicas on one core load the layer's input exactly once."""
+
+    def core_load_bytes(self, ri: int, homes):
+        """HT loads of a core holding ``homes`` replicas (R_l[ri]):
+        lam h - delta (h - 1) for h >= 1, else 0 (``homes`` may be an array)."""
+        lam = self.load_bytes[ri]
+        delta = self.overlap_bytes[ri] if self.overlap_bytes else 0
+        h = np.asarray(homes)
+        return np.where(h > 0, (lam - delta) * h + delta, 0)
 
     def windows_per_replica(self, r: int) -> int:
         """m_{l,r} = ceil(W_l / r)."""
@@ -131,13 +144,16 @@ class PlacementInstance:
         return next(i for i, layer in enumerate(self.layers) if layer.name == name)
 
 
-def _distinct_pixels(geometry, windows: range) -> int:
-    """Input pixels the windows ``windows`` of a convolution read (padding excluded)."""
+def _range_pixels(geometry, windows: int, reps) -> tuple[list[int], int]:
+    """Per r in ``reps``: the input pixels (padding excluded) the r contiguous window ranges
+    [k W / r, (k + 1) W / r) of a convolution read, summed over the ranges; and the pixels
+    all windows read. One pass: (pixel, window) pairs sorted by pixel, then window, so a pair
+    starts a new (pixel, range) whenever its pixel or its range label changes."""
     ho, wo = geometry.output_hw
     hi, wi = geometry.input_hw
     kh, kw = geometry.kernel
     (sh, sw), (dh, dw) = geometry.strides, geometry.dilations
-    t = np.arange(windows.start, windows.stop)
+    t = np.arange(windows)
     n, rest = np.divmod(t, ho * wo)
     oy, ox = np.divmod(rest, wo)
     ys = oy[:, None] * sh - geometry.pads[0] + np.arange(kh)[None, :] * dh
@@ -146,7 +162,16 @@ def _distinct_pixels(geometry, windows: range) -> int:
     x = np.tile(xs, (1, kh))
     ok = (y >= 0) & (y < hi) & (x >= 0) & (x < wi)
     pix = (n[:, None] * hi * wi + y * wi + x)[ok]
-    return len(np.unique(pix))
+    win = np.broadcast_to(t[:, None], ok.shape)[ok]
+    order = np.lexsort((win, pix))
+    pix, win = pix[order], win[order]
+    new_pixel = pix[1:] != pix[:-1]
+    sums = []
+    for r in reps:
+        bounds = np.arange(r + 1) * windows // r
+        label = np.searchsorted(bounds, win, side="right")
+        sums.append(1 + int((new_pixel | (label[1:] != label[:-1])).sum()))
+    return sums, 1 + int(new_pixel.sum())
 
 
 def _replications(windows: int, limit: int) -> tuple[int, ...]:
@@ -201,13 +226,17 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
         if geo.kernel == (1, 1) and geo.strides == (1, 1) or graph.layer(m.layer).kind is (
                 LayerKind.GEMM):
             loads = tuple(math.ceil(m.windows * m.input_bytes_per_window / r) for r in reps)
+            overlap = (0,) * len(reps)
         else:
-            loads = tuple(math.ceil(
-                sum(_distinct_pixels(geo, range(k * m.windows // r, (k + 1) * m.windows // r))
-                    for k in range(r)) * (geo.in_channels * eb) / r) for r in reps)
+            pixel = geo.in_channels * eb
+            sums, whole = _range_pixels(geo, m.windows, reps)
+            loads = tuple(math.ceil(s * pixel / r) for s, r in zip(sums, reps, strict=True))
+            overlap = tuple(0 if r == 1 else min(lam, math.floor((s - whole) * pixel / (r - 1)))
+                            for s, r, lam in zip(sums, reps, loads, strict=True))
         layers.append(PlacementLayer(m.layer, m.windows, tuple(choices), reps, loads,
                                      m.output_bytes_per_window, m.input_bytes_per_window,
-                                     _home_bytes(geo, graph.layer(m.layer).kind, eb)))
+                                     _home_bytes(geo, graph.layer(m.layer).kind, eb),
+                                     overlap))
     edges, depth = _pipeline(graph, [p.name for p in layers])
     vec_ns = sum(math.ceil(v.ops / vu.lanes) * vu.op_latency_ns for v in workload.vector_layers)
     vec_bytes = sum(v.input_bytes + v.output_bytes for v in workload.vector_layers
