@@ -95,7 +95,6 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     began = time.perf_counter()
     limit = options.time_limit_s if options.time_limit_s is not None else math.inf
     goal = options.relative_gap if options.relative_gap is not None else 0.0
-    master = build_master(instance, objective)
     best: float | None = None
     best_counts: list[LayerCounts] | None = None
     known: dict[Picks, list[LayerCounts]] = {}
@@ -105,11 +104,15 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     lower = 0.0
     stats = {"iterations": 0.0, "master_s": 0.0, "subproblem_s": 0.0, "subproblems_optimal": 0.0}
     settled: dict[Picks, float] = {}  # option sets settled: the bound proved (inf: none fits)
+    master, master_upper = None, None
     proven, master_result = False, None
     while True:
         left = limit - (time.perf_counter() - began)
         if left <= 0:
             break
+        if master is None or best is not None and (master_upper is None
+                                                   or best < 0.98 * master_upper):
+            master, master_upper = _master(instance, objective, best, settled), best
         t = time.perf_counter()
         master_result, values = solve_model(master.model, engine,
                                             replace(options, time_limit_s=left,
@@ -178,6 +181,20 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                        wall_s=wall, deterministic_s=None, seed=options.seed,
                        stop_reason=reason, params=master_result.params if master_result else "",
                        stats=stats), best_counts
+
+
+def _master(instance: PlacementInstance, objective: str, upper: float | None,
+            settled: dict[Picks, float]) -> PlacementModel:
+    """The master for placements better than ``upper`` (model units), with every settled
+    option set's cut."""
+    master = build_master(instance, objective,
+                          upper=None if upper is None else math.floor(upper))
+    for i, (picks, value) in enumerate(settled.items()):
+        if value == math.inf:
+            _exclude(master, picks, f"settled{i}")
+        else:
+            _add_cut(master, picks, value, f"settled{i}")
+    return master
 
 
 def _model_units(instance: PlacementInstance, objective: str,

@@ -241,11 +241,16 @@ def build_model(instance: PlacementInstance, objective: str, *,
     return PlacementModel(model, instance, objective, z, y, rho, ell, shared, time, energy)
 
 
-def build_master(instance: PlacementInstance, objective: str) -> PlacementModel:
+def build_master(instance: PlacementInstance, objective: str, *,
+                 upper: int | None = None) -> PlacementModel:
     """The decomposition's master: only the options z, the total crossbars, the cuts of
     ``_aggregate_cuts`` (and in LL the exact critical path, which depends on z alone).
     Its optimum is a lower bound on ``build_model``'s for every option, and a cut
-    ``T >= v`` per option the subproblem has settled makes it exact (``decompose.py``)."""
+    ``T >= v`` per option the subproblem has settled makes it exact (``decompose.py``).
+
+    ``upper`` (ticks; time objectives): a known placement's T. Placements better than it
+    hold fewer homes per core, which tightens the shared-loads cut (see ``_homes_per_core``).
+    """
     _check_objective(objective)
     model = IntModel(f"placement master {instance.model} on {instance.target} "
                      f"({instance.mode})")
@@ -257,7 +262,9 @@ def build_master(instance: PlacementInstance, objective: str) -> PlacementModel:
                     for layer in (instance.layers[li],)), hi=K * C, name="crossbars")
     _memory_cuts(model, instance, z)
     time = model.var(0, 1, "T")
-    budgets = _aggregate_cuts(instance, z)
+    if objective not in ("latency", "throughput"):
+        upper = None
+    budgets = _aggregate_cuts(instance, z, upper)
     if instance.mode == "ll":
         _critical_path(model, instance, z, lambda name: budgets.setdefault(name, _Budget()))
     for name, b in budgets.items():
@@ -270,7 +277,7 @@ def build_master(instance: PlacementInstance, objective: str) -> PlacementModel:
         remote = _forced_remote(u, C) * r * layer.windows_per_replica(r)
         travel.append((int(u.in_bytes + u.out_bytes), v * remote))
         if instance.mode == "ht":
-            saved.append(v * (_loads_at_least(layer, u, ri, C, instance.computing_mode)
+            saved.append(v * (_loads_at_least(instance, li, ui, ri, upper)
                               - layer.load_bytes[ri] * r))
     energy = _objective(model, instance, objective, z, time, travel, saved)
     return PlacementModel(model, instance, objective, z, {}, {}, {}, {}, time, energy)
@@ -301,19 +308,34 @@ def _overlap(layer, ri: int) -> int:
     return layer.overlap_bytes[ri] if layer.overlap_bytes else 0
 
 
-def _homes_per_core(u, crossbars_per_core: int, computing_mode: str) -> int:
-    """The most replica homes one core can hold (each keeps at least one AG, or all in CM)."""
-    return max(1, crossbars_per_core // (u.crossbars_per_ag
-                                         * (u.ags if computing_mode == "CM" else 1)))
+def _homes_per_core(instance: PlacementInstance, li: int, ui: int, ri: int,
+                    upper: int | None) -> int:
+    """The most homes of a layer's replicas one core can hold: each keeps at least one AG
+    (all in core mode) and its buffers; below ``upper`` ticks, each home also runs m windows
+    of an AG, its adds and its copies on that core's issue slots, vector unit and port."""
+    layer = instance.layers[li]
+    u, m = layer.choices[ui], layer.windows_per_replica(layer.replications[ri])
+    most = instance.crossbars_per_core // (
+        u.crossbars_per_ag * (u.ags if instance.computing_mode == "CM" else 1))
+    need = instance.replica_bytes(li, ui)
+    if instance.local_memory_bytes is not None and need:
+        most = min(most, instance.local_memory_bytes // need)
+    if upper is not None:
+        vfu0 = _ticks(instance.vector_core_ns["vfu"]) if instance.mode == "ht" else 0
+        for ns, fixed in ((u.issue_ns, 0), (u.home_vfu_ns, vfu0), (u.home_local_ns, 0)):
+            if ns > 0:
+                most = min(most, math.floor((upper - fixed) / (_ticks(ns) * m)))
+    return max(1, most)
 
 
-def _loads_at_least(layer, u, ri: int, crossbars_per_core: int,
-                    computing_mode: str) -> int:
+def _loads_at_least(instance: PlacementInstance, li: int, ui: int, ri: int,
+                    upper: int | None = None) -> int:
     """HT loads of all r replicas summed over the cores, at least: (lam - delta) r plus
     delta per core holding homes, of which there are at least ceil(r / most per core)."""
+    layer = instance.layers[li]
     r = layer.replications[ri]
     lam, delta = layer.load_bytes[ri], _overlap(layer, ri)
-    cores = -(-r // _homes_per_core(u, crossbars_per_core, computing_mode))
+    cores = -(-r // _homes_per_core(instance, li, ui, ri, upper))
     return (lam - delta) * r + delta * cores
 
 
@@ -379,7 +401,8 @@ def _used_choices(layer, li: int, picks) -> list:
             if picks is None or picks[li][0] == ui]
 
 
-def _aggregate_cuts(instance: PlacementInstance, z) -> dict[str, _Budget]:
+def _aggregate_cuts(instance: PlacementInstance, z,
+                    upper: int | None = None) -> dict[str, _Budget]:
     """Valid cuts, linear in z, that hold for every placement of the chosen options; they give
     the LP relaxation its strength and are the whole of the decomposition's master.
 
@@ -414,7 +437,7 @@ def _aggregate_cuts(instance: PlacementInstance, z) -> dict[str, _Budget]:
         home_out = _ticks(u.in_bytes) * link * remote * m
         if ht:
             stores = Fraction(layer.store_bytes) * m
-            loads = _loads_at_least(layer, u, ri, C, instance.computing_mode)
+            loads = _loads_at_least(instance, li, ui, ri, upper)
             sums["gport"].add(_ticks(1) * gbw * (loads + stores * r), v)
             sums["gm"].add(_ticks(1) * gbw * (loads + stores * r), v)
             delta = _overlap(layer, ri)
