@@ -196,7 +196,11 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
     replicas.sort(key=lambda x: (-x[0], x[1]))
 
     def peak(at: np.ndarray | int) -> np.ndarray:
-        return np.max([load[name][at] for name in names], axis=0)
+        worst = np.max([load[name][at] for name in names], axis=0)
+        if instance.sync:  # transfers block their cores: they add up with the MVM issue
+            worst = np.maximum(worst, load["issue"][at] + load["net_in"][at]
+                               + load["net_out"][at])
+        return worst
 
     for _, i in replicas:
         layer = instance.layers[i]
@@ -237,8 +241,13 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
             there = np.max([load["issue"] + m * u.issue_ns, load["net_in"] + send,
                             load["net_out"] + back, peak(np.arange(k))], axis=0)
             traffic = max(load["net_out"][home] + send, load["net_in"][home] + back)
+            serial = load["issue"] + load["net_in"] + load["net_out"]
+            if instance.sync:
+                there = np.maximum(there, serial + m * u.issue_ns + send + back)
+                traffic = max(traffic, serial[home] + send + back)
             there = np.maximum(there, traffic)
-            there[home] = max(load["issue"][home] + m * u.issue_ns, peak(home))
+            there[home] = max(load["issue"][home] + m * u.issue_ns, peak(home),
+                              serial[home] + m * u.issue_ns if instance.sync else 0.0)
             at = int(np.argmin(np.where(room, there, np.inf)))
             load["issue"][at] += m * u.issue_ns
             if at != home:

@@ -23,7 +23,8 @@ from pimsolve.stages.placement.instance import PlacementInstance
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
            "window_ns", "path_times", "need_windows", "memory_per_core"]
 
-RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "gm", "path")
+RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
+             "path")
 """What can bound the cycle (HT) or the latency (LL)."""
 
 
@@ -95,6 +96,8 @@ def per_core(instance: PlacementInstance, counts: list[LayerCounts]) -> dict[str
             out["net_out"] += prho * layer.store_bytes / link
         out["net_out"] += (u.in_bytes * out_ags + u.out_bytes * in_ags) / link
         out["net_in"] += (u.out_bytes * out_ags + u.in_bytes * in_ags) / link
+    if instance.sync:
+        out["serial"] = out["issue"] + out["net_in"] + out["net_out"]
     return out
 
 

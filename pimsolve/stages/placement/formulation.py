@@ -196,6 +196,11 @@ def build_model(instance: PlacementInstance, objective: str, *,
                 away = pr * u.ags - pe
                 came = py - pe
                 budget(f"issue[{k}]").add(_ticks(u.issue_ns), py)
+                if instance.sync:
+                    serial = budget(f"serial[{k}]")
+                    serial.add(_ticks(u.issue_ns), py)
+                    serial.add((_ticks(u.in_bytes) + _ticks(u.out_bytes)) * link, away)
+                    serial.add((_ticks(u.in_bytes) + _ticks(u.out_bytes)) * link, came)
                 budget(f"vfu[{k}]").add(_ticks(u.home_vfu_ns), pr)
                 budget(f"local[{k}]").add(_ticks(u.home_local_ns), pr)
                 out, inn = budget(f"net_out[{k}]"), budget(f"net_in[{k}]")
@@ -225,6 +230,9 @@ def build_model(instance: PlacementInstance, objective: str, *,
                 else:
                     inn.add(_ticks(layer.input_bytes) * link, pr)
                     out.add(_ticks(layer.store_bytes) * link, pr)
+                    if instance.sync:
+                        budget(f"serial[{k}]").add(
+                            (_ticks(layer.input_bytes) + _ticks(layer.store_bytes)) * link, pr)
     budgets.update(_aggregate_cuts(instance, z))
     if ht:
         for k in range(K):
@@ -418,7 +426,7 @@ def _aggregate_cuts(instance: PlacementInstance, z,
     ht = instance.mode == "ht"
     gbw = Fraction(1) / Fraction(instance.gm_bytes_per_ns).limit_denominator(10_000)
     link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
-    names = ("issue", "vfu", "local", "gport", "gm", "net_in", "net_out")
+    names = ("issue", "vfu", "local", "gport", "gm", "net_in", "net_out", "serial")
     sums: dict[str, _Budget] = {name: _Budget() for name in names}
     floors = {li: _Budget() for li in range(len(instance.layers))}
     vfu0 = _ticks(instance.vector_core_ns["vfu"]) if ht else Fraction(0)
@@ -452,7 +460,14 @@ def _aggregate_cuts(instance: PlacementInstance, z,
             sums["net_out"].add(travel + _ticks(layer.store_bytes) * link * r * m, v)
             home_in += _ticks(layer.input_bytes) * link * m
             home_out += _ticks(layer.store_bytes) * link * m
+        if instance.sync:  # each transfer blocks both its cores, MVM issue adds up with it
+            sums["serial"].add(_ticks(u.issue_ns) * u.ags * r * m + 2 * travel, v)
+            if not ht:
+                sums["serial"].add((_ticks(layer.input_bytes) + _ticks(layer.store_bytes))
+                                   * link * r * m, v)
         floor = max(_ticks(u.ag_ns) * m,
+                    (_ticks(u.issue_ns) * m + home_in + home_out) * most_homes
+                    if instance.sync else 0,
                     _ticks(u.issue_ns) * m * most_ags,
                     (_ticks(u.home_vfu_ns) * m + vfu0 / most_homes) * most_homes,
                     _ticks(u.home_local_ns) * m * most_homes,

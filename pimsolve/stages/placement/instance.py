@@ -133,6 +133,9 @@ class PlacementInstance:
     max_layers_per_core: int | None = None
     local_memory_bytes: int | None = None
     """M: local memory per core (None: not constrained)."""
+    sync: bool = False
+    """Sync communication: a send and its recv block both cores until the data has arrived,
+    so a core's transfers and its MVM issue slots add up (resource ``serial``)."""
 
     def replica_bytes(self, layer: int, choice: int) -> int:
         """mu^h_l + A_u mu^a_u: local memory of one replica whose AGs all sit at home."""
@@ -258,7 +261,8 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
         gm_pj_per_byte=chip.global_memory.energy_pj_per_byte,
         net_pj_per_byte_hop=chip.interconnect.energy_pj_per_byte_hop,
         constant_energy_pj=constant, max_layers_per_core=max_layers_per_core,
-        local_memory_bytes=int(core.local_memory.size_kib * 1024))
+        local_memory_bytes=int(core.local_memory.size_kib * 1024),
+        sync=chip.interconnect.communication == "sync")
 
 
 def _home_bytes(geo, kind: LayerKind, eb: float) -> int:

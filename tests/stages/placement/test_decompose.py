@@ -37,6 +37,24 @@ def test_decomposition_proves_the_brute_force_optimum(cores, crossbars, mode, en
     assert predict(inst, counts).objective(objective) == pytest.approx(want, abs=0.01)
 
 
+@pytest.mark.parametrize("mode", ["ht", "ll"])
+@pytest.mark.parametrize("engine", ["cpsat", "milp-highs"])
+def test_sync_communication_is_exact(mode, engine):
+    """Sync transfers block both cores: the serial resource (issue + transfers per core).
+    With PUMA's issue interval and a slow link, it changes the LL optimum."""
+    inst = instance(2, 2, mode, communication="sync", link_gb_per_s=1.0, issue_ns=1600)
+    assert inst.sync
+    objective = "throughput" if mode == "ht" else "latency"
+    want = brute_force(inst, objective)
+    if mode == "ll":
+        assert want > brute_force(instance(2, 2, mode, link_gb_per_s=1.0, issue_ns=1600),
+                                  objective)
+    result, counts = solve_decomposed(inst, objective, engine, SolveOptions(relative_gap=0.0))
+    assert result.status == Status.OPTIMAL
+    assert predict(inst, counts).objective(objective) == pytest.approx(want, abs=0.01)
+    assert "serial" in predict(inst, counts).resources
+
+
 @pytest.mark.parametrize("objective", ["energy", "edp"])
 def test_decomposition_energy_and_edp_match_brute_force(objective):
     inst = instance(2, 2, "ht")

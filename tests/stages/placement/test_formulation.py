@@ -31,10 +31,17 @@ from tests.simulate.test_checks import tiny_cnn
 
 
 @functools.cache
-def instance(cores: int, crossbars: int, mode: str, chips: int = 1):
+def instance(cores: int, crossbars: int, mode: str, chips: int = 1,
+             communication: str = "async", link_gb_per_s: float | None = None,
+             issue_ns: float | None = None):
     data = load_target("isaac").model_dump()
     data.update(name=f"tiny-{cores}x{crossbars}")
     data["chip"]["cores"] = cores
+    data["chip"]["interconnect"]["communication"] = communication
+    if link_gb_per_s is not None:
+        data["chip"]["interconnect"]["bandwidth_gb_per_s"] = link_gb_per_s
+    if issue_ns is not None:
+        data["core"]["mvm_issue_interval_ns"] = issue_ns
     data["core"]["crossbars"] = crossbars
     target = CrossbarTarget.model_validate(data)
     graph = load_onnx(tiny_cnn())
