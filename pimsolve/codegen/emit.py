@@ -4,10 +4,13 @@ A ``Buffer`` is one local-memory allocation. The emitter records, per buffer, th
 and last reader on every unit, so each instruction waits exactly for the producers of what it
 reads (read after write) and for the readers of what it overwrites (write after read); keeping
 only the latest instruction per unit is enough because a unit completes in program order.
-Allocation is a pool per buffer size over a bump pointer: a freed slot is reused only for a
-buffer of the same size, so its previous readers are known exactly. Freed slots are reused
-oldest first, and a few spares per size stay in circulation (``spares``), so consecutive tasks
-get different buffers and can overlap (double buffering) instead of waiting on each other.
+Allocation is a pool per slot size over a bump pointer: a freed slot keeps its size and its
+access records, so whoever reuses it waits exactly for its previous readers. A request takes a
+freed slot of its own size, else the smallest freed slot of up to twice its size (so the
+many channel counts of a network share slots instead of each keeping its own), else new memory.
+Freed slots are reused oldest first, and one or two spares per size stay in circulation
+(``spares``), so consecutive tasks get different buffers and can overlap (double buffering)
+instead of waiting on each other.
 """
 
 from __future__ import annotations
@@ -22,19 +25,21 @@ __all__ = ["Buffer", "CoreEmitter"]
 class Buffer:
     """A local-memory allocation of ``size`` elements at ``addr`` on one core."""
 
-    __slots__ = ("addr", "size", "writers", "readers", "war")
+    __slots__ = ("addr", "size", "slot", "writers", "readers", "war")
 
     def __init__(self, addr: int, size: int) -> None:
         self.addr = addr
         self.size = size
+        self.slot = size
+        """Elements reserved at ``addr`` (``size`` or, reusing a larger slot, more)."""
         self.writers: dict[int, int] = {}
         self.readers: dict[int, int] = {}
         self.war: dict[int, int] = {}
 
     def refill(self) -> None:
         """The next writes replace the contents: they wait for every earlier access."""
-        war = dict(self.writers)
-        for unit, i in self.readers.items():
+        war = dict(self.war)
+        for unit, i in (*self.writers.items(), *self.readers.items()):
             if war.get(unit, -1) < i:
                 war[unit] = i
         self.war, self.writers, self.readers = war, {}, {}
@@ -55,11 +60,14 @@ class CoreEmitter:
         self.peak = 0
 
     def alloc(self, size: int) -> Buffer:
-        """A buffer of ``size`` elements, reusing a freed one of the same size if any."""
-        pool = self._free.get(size)
-        if pool and len(pool) > self.spares(size):
-            buf = pool.popleft()
+        """A buffer of ``size`` elements in a freed slot of ``size`` to ``2 size`` elements
+        if one is spare, else in new memory."""
+        fits = [s for s, pool in self._free.items()
+                if size <= s <= 2 * size and len(pool) > self.spares(s)]
+        if fits:
+            buf = self._free[min(fits)].popleft()
             buf.refill()
+            buf.size = size
             return buf
         buf = Buffer(self.top, size)
         self.top += size
@@ -68,12 +76,12 @@ class CoreEmitter:
 
     def free(self, buf: Buffer) -> None:
         """Return ``buf``; later allocations of its size reuse it after its last access."""
-        self._free.setdefault(buf.size, deque()).append(buf)
+        self._free.setdefault(buf.slot, deque()).append(buf)
 
     @staticmethod
     def spares(size: int) -> int:
         """Freed buffers of ``size`` elements kept aside before one is reused."""
-        return min(4, 1024 // max(size, 1))
+        return max(1, min(2, 512 // max(size, 1)))
 
     def emit(self, op: Op, a: int = 0, b: int = 0, c: int = 0, d: int = 0, e: int = 0, *,
              reads: tuple[Buffer, ...] = (), writes: tuple[Buffer, ...] = ()) -> int:

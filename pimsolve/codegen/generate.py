@@ -238,7 +238,9 @@ class _Generator:
 
         return out, finish
 
-    def _vector_task(self, w: _Worker, task: int, get) -> Buffer:
+    def _vector_task(self, w: _Worker, task: int, get, release) -> Buffer:
+        """Emit one vector task; ``release(key)`` follows a pool's last read of each input
+        pixel, so a global pool streams its pixels instead of holding them all."""
         lt, em = w.tasks_of, self.em[w.core]
         c = lt.channels
         out = em.alloc(c)
@@ -264,10 +266,12 @@ class _Generator:
         t = lt.inputs[0]
         first = get((t, pixels[0]))
         em.emit(Op.COPY, 0, out.addr, first.addr, 0, c, reads=(first,), writes=(out,))
+        release((t, pixels[0]))
         for p in pixels[1:]:
             src = get((t, p))
             em.emit(Op.VEC, lt.vec, out.addr, out.addr, src.addr, c, reads=(out, src),
                     writes=(out,))
+            release((t, p))
         if lt.vec is VecOp.ADD:
             count = len(pixels)
             if lt.kind == "pool" and lt.layer.attributes.get("count_include_pad"):
@@ -276,14 +280,15 @@ class _Generator:
                     reads=(out,), writes=(out,))
         return out
 
-    def _run(self, w: _Worker, task: int, get) -> tuple[Buffer, Callable[[], None]]:
+    def _run(self, w: _Worker, task: int, get,
+             release=lambda key: None) -> tuple[Buffer, Callable[[], None]]:
         """Emit one task; its output and what is left to emit (partial sums and bias of an
         MVM task, which HT defers by a round; nothing for a vector task)."""
         for em in self.em:
             em.layer = w.tag
         if w.tasks_of.kind == "mvm":
             return self._mvm_issue(w, task, get)
-        return self._vector_task(w, task, get), lambda: None
+        return self._vector_task(w, task, get, release), lambda: None
 
     # ---- workers -------------------------------------------------------------------------
     def _split(self, lt: LayerTasks, owner_of) -> list[_Worker]:
@@ -352,8 +357,19 @@ class _Generator:
             # software pipelining: a round's stores follow the next round's loads, so a
             # core's in-order global port never holds a load behind a store still waiting
             # for its MVM
-            done = [self._ht_task(w) for w in left
-                    for _ in range(-(-(t + 1) * len(w.tasks) // rounds) - w.next)]
+            # a vector task stores at once: its store waits for one short vector operation,
+            # and its output buffer is free for the next task
+            done = []
+            for w in left:
+                for _ in range(-(-(t + 1) * len(w.tasks) // rounds) - w.next):
+                    item = self._ht_task(w)
+                    if w.tasks_of.kind == "mvm":
+                        done.append(item)
+                    else:
+                        self._ht_store(*item)
+                if w.tasks_of.kind != "mvm" and w.cache and (
+                        -(-(t + 2) * len(w.tasks) // rounds) == w.next):
+                    self._evict(w)
             for w, task, out, finish in pending:
                 self._ht_store(w, task, out, finish)
             pending = done
@@ -361,9 +377,20 @@ class _Generator:
         for w, task, out, finish in pending:
             self._ht_store(w, task, out, finish)
 
+    def _evict(self, w: _Worker) -> None:
+        """Free a vector worker's cached pixels when its next task is rounds away: a pool
+        reloads the pixels its tasks share rather than hold them meanwhile."""
+        em = self.em[w.core]
+        for buf in w.cache.values():
+            em.free(buf)
+        w.cache.clear()
+
     def _ht_task(self, w: _Worker) -> tuple[_Worker, int, Buffer, Callable[[], None]]:
         task, keys = w.tasks[w.next], w.sources[w.next]
         w.next += 1
+
+        em = self.em[w.core]
+        released: set[Key] = set()
 
         def get(key: Key) -> Buffer:
             buf = w.cache.get(key)
@@ -371,12 +398,16 @@ class _Generator:
                 buf = w.cache[key] = self._load_pixel(w.core, key)
             return buf
 
-        out, finish = self._run(w, task, get)
-        em = self.em[w.core]
-        for key in keys:
+        def release(key: Key) -> None:
+            released.add(key)
             w.uses[key] -= 1
             if w.uses[key] == 0:
                 em.free(w.cache.pop(key))
+
+        out, finish = self._run(w, task, get, release)
+        for key in keys:
+            if key not in released:
+                release(key)
         return w, task, out, finish
 
     def _ht_store(self, w: _Worker, task: int, out: Buffer,
