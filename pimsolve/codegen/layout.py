@@ -14,11 +14,9 @@ import math
 from dataclasses import dataclass
 
 from pimsolve.errors import InputError
-from pimsolve.ir import Graph, Layer, LayerKind
+from pimsolve.ir import VIEW_OPS, Graph, Layer, LayerKind
 
 __all__ = ["TensorLayout", "Layout", "build_layout", "VIEW_OPS"]
-
-VIEW_OPS = frozenset({"Flatten", "Reshape", "Dropout", "Identity", "Squeeze", "Unsqueeze"})
 
 
 @dataclass(frozen=True)

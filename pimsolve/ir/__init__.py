@@ -1,6 +1,14 @@
 """The typed data that flows forward through pimsolve; no solver, no I/O."""
 
-from pimsolve.ir.graph import DTYPE_BYTES, Graph, Layer, LayerKind, MvmGeometry, Tensor
+from pimsolve.ir.graph import (
+    DTYPE_BYTES,
+    VIEW_OPS,
+    Graph,
+    Layer,
+    LayerKind,
+    MvmGeometry,
+    Tensor,
+)
 from pimsolve.ir.ids import AgIndex, CoreId, CrossbarId, LayerId, TensorName
 from pimsolve.ir.workload import (
     CrossbarGeometry,
@@ -15,5 +23,5 @@ from pimsolve.ir.workload import (
 __all__ = [
     "AgIndex", "CoreId", "CrossbarGeometry", "CrossbarId", "DTYPE_BYTES", "Dependency", "Graph",
     "Layer", "LayerId", "LayerKind", "MvmGeometry", "MvmLayer", "PartitionUnit", "Tensor",
-    "TensorName", "Unfolding", "VectorLayer", "Workload",
+    "TensorName", "Unfolding", "VIEW_OPS", "VectorLayer", "Workload",
 ]

@@ -37,6 +37,10 @@ class LayerKind(StrEnum):
     """Pure data movement or a view (Reshape, Concat, Transpose...): no arithmetic."""
 
 
+VIEW_OPS = frozenset({"Flatten", "Reshape", "Dropout", "Identity", "Squeeze", "Unsqueeze"})
+"""Data layers that move nothing: their output is their input's storage, seen anew."""
+
+
 @dataclass(frozen=True)
 class Tensor:
     """A named tensor with a static shape."""

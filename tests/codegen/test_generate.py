@@ -63,3 +63,40 @@ def test_colocated_replicas_compute_the_same(network: str) -> None:
     result = functional_check(NETWORKS[network](), target="isaac", mode="ht",
                               settings=ONE_CORE)
     assert result.max_rel_error < FLOAT_TOLERANCE
+
+
+def test_global_pool_streams_its_pixels() -> None:
+    """A global pool's task reads every pixel of its input once: each pixel is loaded into a
+    slot that is freed after its read, so a few slots (shared with the other buffers of its
+    size) serve all of them; held until the task's end, each pixel would need its own."""
+    network = NETWORKS["residual"]()
+    result = map_model(network, target="isaac", objective="throughput", settings=ONE_CORE)
+    program = result.program
+    tag = program.layers.index("gap")
+    pixels = inspect_model(network).graph.layer("gap").inputs[0].shape[2:]
+    slots = set()
+    loads = 0
+    for core in program.cores:
+        sel = (core.code[:, 0] == Op.LOAD) & (core.tags == tag)
+        slots |= {(id(core), a) for a in core.code[sel, 2]}
+        loads += int(sel.sum())
+    assert loads == int(np.prod(pixels))
+    assert len(slots) <= loads // 4
+
+
+def test_vector_buffers_are_kept_from_crossbar_layers() -> None:
+    """mu^v comes off every core's local memory; a core too small for it is infeasible."""
+    from pimsolve.errors import InfeasibleError
+
+    target = load_target("isaac")
+    inspection = inspect_model(NETWORKS["residual"](), target=target)
+    instance = build_instance(inspection.graph, inspection.workload, target, "ht")
+    memory = int(target.core.local_memory.size_kib * 1024)
+    assert 0 < instance.vector_reserve_bytes < memory
+    assert instance.local_memory_bytes == memory - instance.vector_reserve_bytes
+    lm = target.core.local_memory.model_copy(
+        update={"size_kib": instance.vector_reserve_bytes / 1024})
+    small = target.model_copy(update={"core": target.core.model_copy(
+        update={"local_memory": lm})})
+    with pytest.raises(InfeasibleError, match="vector layers"):
+        build_instance(inspection.graph, inspection.workload, small, "ht")

@@ -19,7 +19,7 @@ import networkx as nx
 import numpy as np
 
 from pimsolve.errors import InfeasibleError
-from pimsolve.ir import Graph, LayerKind, Workload
+from pimsolve.ir import VIEW_OPS, Graph, LayerKind, Workload
 from pimsolve.lowering.unfold import EMITTED_FORMATS, ag_rows
 from pimsolve.target import CrossbarTarget
 
@@ -132,7 +132,9 @@ class PlacementInstance:
     """Energy every mapping spends (vector layers, graph input and output)."""
     max_layers_per_core: int | None = None
     local_memory_bytes: int | None = None
-    """M: local memory per core (None: not constrained)."""
+    """M - mu^v: local memory per core left to crossbar layers (None: not constrained)."""
+    vector_reserve_bytes: int = 0
+    """mu^v: local memory every core keeps for its vector-layer tasks."""
     sync: bool = False
     """Sync communication: a send and its recv block both cores until the data has arrived,
     so a core's transfers and its MVM issue slots add up (resource ``serial``)."""
@@ -248,6 +250,11 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
     vector_core_ns = {"vfu": vec_ns / cores,
                       "gport": vec_bytes / chip.global_memory.bandwidth_gb_per_s / cores}
     io_bytes = sum(t.size for t in (*graph.inputs, *graph.outputs)) * eb
+    memory = int(core.local_memory.size_kib * 1024)
+    reserve = _vector_reserve(graph, eb)
+    if reserve >= memory:
+        raise InfeasibleError(f"the vector layers' buffers need {reserve} bytes of local memory "
+                              f"per core, a core of {target.name} has {memory}")
     constant = (vec_ns / vu.op_latency_ns * vu.lanes * vu.energy_pj_per_op
                 + io_bytes * chip.global_memory.energy_pj_per_byte)
     return PlacementInstance(
@@ -261,8 +268,32 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
         gm_pj_per_byte=chip.global_memory.energy_pj_per_byte,
         net_pj_per_byte_hop=chip.interconnect.energy_pj_per_byte_hop,
         constant_energy_pj=constant, max_layers_per_core=max_layers_per_core,
-        local_memory_bytes=int(core.local_memory.size_kib * 1024),
+        local_memory_bytes=memory - reserve, vector_reserve_bytes=reserve,
         sync=chip.interconnect.communication == "sync")
+
+
+def _vector_reserve(graph: Graph, eb: float) -> int:
+    """mu^v: local memory each core keeps for vector-layer tasks, an estimate of what codegen
+    allocates (its HT vector tasks are spread over all cores, store at once, stream a pool's
+    pixels; LL runs them next to their producers): the largest task's inputs and output, plus
+    one slot of every pixel size the vector layers use (the emitter keeps a spare per size)."""
+    largest, sizes = 0, set()
+    for layer in graph.layers:
+        if layer.is_crossbar or layer.kind is LayerKind.DATA and layer.op in VIEW_OPS:
+            continue
+        window = (math.prod(layer.attributes.get("kernel_shape", [1]))
+                  if layer.op in ("MaxPool", "AveragePool") else 1)
+        held = [_pixel_elements(t.shape) for t in layer.inputs]
+        out = _pixel_elements(layer.outputs[0].shape)
+        largest = max(largest, window * sum(held) + out)
+        sizes.update(held, [out])
+    return math.ceil((largest + sum(sizes)) * eb) if largest else 0
+
+
+def _pixel_elements(shape: tuple[int, ...]) -> int:
+    """Elements of one stored pixel (mirrors ``codegen.layout``: channels of NCHW, the last
+    axis otherwise)."""
+    return shape[1] if len(shape) == 4 else shape[-1] if shape else 1
 
 
 def _home_bytes(geo, kind: LayerKind, eb: float) -> int:
