@@ -75,7 +75,8 @@ class CoreEmitter:
         return buf
 
     def free(self, buf: Buffer) -> None:
-        """Return ``buf``; later allocations of its size reuse it after its last access."""
+        """Return ``buf``; a later allocation of its slot's size, or of down to half of it,
+        reuses it after its last access."""
         self._free.setdefault(buf.slot, deque()).append(buf)
 
     @staticmethod

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from pimsolve.errors import InputError
-from pimsolve.ir import VIEW_OPS, Graph, Layer, LayerKind
+from pimsolve.ir import VIEW_OPS, Graph, Layer, LayerKind, pixel_elements
 
 __all__ = ["TensorLayout", "Layout", "build_layout", "VIEW_OPS"]
 
@@ -42,18 +42,12 @@ class TensorLayout:
 
 
 def _tensor_layout(name: str, shape: tuple[int, ...]) -> TensorLayout:
-    if len(shape) == 4:
-        n, c, h, w = shape
-        return TensorLayout(name, shape, n, h, w, c)
-    if len(shape) == 3:
-        n, s, f = shape
-        return TensorLayout(name, shape, n, s, 1, f)
-    if len(shape) == 2:
-        return TensorLayout(name, shape, shape[0], 1, 1, shape[1])
-    if len(shape) == 1:
-        return TensorLayout(name, shape, 1, 1, 1, shape[0])
-    raise InputError(f"tensor {name}: codegen supports tensors of rank 1 to 4, not "
-                     f"shape {list(shape)}")
+    if not 1 <= len(shape) <= 4:
+        raise InputError(f"tensor {name}: codegen supports tensors of rank 1 to 4, not "
+                         f"shape {list(shape)}")
+    n, h, w = {4: (shape[0], *shape[2:]), 3: (shape[0], shape[1], 1),
+               2: (shape[0], 1, 1), 1: (1, 1, 1)}[len(shape)]
+    return TensorLayout(name, shape, n, h, w, pixel_elements(shape))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from pimsolve.ir.graph import (
     LayerKind,
     MvmGeometry,
     Tensor,
+    pixel_elements,
 )
 from pimsolve.ir.ids import AgIndex, CoreId, CrossbarId, LayerId, TensorName
 from pimsolve.ir.workload import (
@@ -23,5 +24,5 @@ from pimsolve.ir.workload import (
 __all__ = [
     "AgIndex", "CoreId", "CrossbarGeometry", "CrossbarId", "DTYPE_BYTES", "Dependency", "Graph",
     "Layer", "LayerId", "LayerKind", "MvmGeometry", "MvmLayer", "PartitionUnit", "Tensor",
-    "TensorName", "Unfolding", "VIEW_OPS", "VectorLayer", "Workload",
+    "TensorName", "Unfolding", "VIEW_OPS", "VectorLayer", "Workload", "pixel_elements",
 ]

@@ -41,6 +41,12 @@ VIEW_OPS = frozenset({"Flatten", "Reshape", "Dropout", "Identity", "Squeeze", "U
 """Data layers that move nothing: their output is their input's storage, seen anew."""
 
 
+def pixel_elements(shape: tuple[int, ...]) -> int:
+    """Elements of one stored pixel: activations are stored pixel-major, a pixel being the
+    channels of an NCHW tensor and the last axis otherwise."""
+    return shape[1] if len(shape) == 4 else shape[-1] if shape else 1
+
+
 @dataclass(frozen=True)
 class Tensor:
     """A named tensor with a static shape."""

@@ -98,7 +98,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
         mine = [ri for (a, _, ri) in z if a == li]
         ms = [layer.windows_per_replica(layer.replications[ri]) for ri in mine]
         lams = [layer.load_bytes[ri] for ri in mine]
-        deltas = [_overlap(layer, ri) for ri in mine]
+        deltas = [layer.overlap(ri) for ri in mine]
         m = model.var(min(ms), max(ms), f"m[{layer.name}]")
         model.equal(m - total(v * layer.windows_per_replica(layer.replications[ri])
                               for (a, _, ri), v in z.items() if a == li), 0,
@@ -113,7 +113,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
             delta = None
             if max(deltas) > 0:
                 delta = model.var(min(deltas), max(deltas), f"delta[{layer.name}]")
-                model.equal(delta - total(v * _overlap(layer, ri)
+                model.equal(delta - total(v * layer.overlap(ri)
                                           for (a, _, ri), v in z.items() if a == li), 0,
                             f"delta[{layer.name}]")
             delta_of.append(delta)
@@ -311,11 +311,6 @@ def _memory_cuts(model: IntModel, instance: PlacementInstance, z) -> None:
                   name=f"memory[{layer.name}]")
 
 
-def _overlap(layer, ri: int) -> int:
-    """delta_{l,r} (0 where the layer's windows share no input)."""
-    return layer.overlap_bytes[ri] if layer.overlap_bytes else 0
-
-
 def _homes_per_core(instance: PlacementInstance, li: int, ui: int, ri: int,
                     upper: int | None) -> int:
     """The most homes of a layer's replicas one core can hold: each keeps at least one AG
@@ -342,7 +337,7 @@ def _loads_at_least(instance: PlacementInstance, li: int, ui: int, ri: int,
     delta per core holding homes, of which there are at least ceil(r / most per core)."""
     layer = instance.layers[li]
     r = layer.replications[ri]
-    lam, delta = layer.load_bytes[ri], _overlap(layer, ri)
+    lam, delta = layer.load_bytes[ri], layer.overlap(ri)
     cores = -(-r // _homes_per_core(instance, li, ui, ri, upper))
     return (lam - delta) * r + delta * cores
 
@@ -448,7 +443,7 @@ def _aggregate_cuts(instance: PlacementInstance, z,
             loads = _loads_at_least(instance, li, ui, ri, upper)
             sums["gport"].add(_ticks(1) * gbw * (loads + stores * r), v)
             sums["gm"].add(_ticks(1) * gbw * (loads + stores * r), v)
-            delta = _overlap(layer, ri)
+            delta = layer.overlap(ri)
             # the core with the most homes loads at least (lam - delta) h + delta
             port = _ticks(1) * gbw * (layer.load_bytes[ri] - delta + stores
                                       + Fraction(delta, most_homes))
@@ -596,7 +591,7 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
         if f"lam[{layer.name}]" in names and ri is not None:
             value[names[f"lam[{layer.name}]"]] = layer.load_bytes[ri]
         if f"delta[{layer.name}]" in names and ri is not None:
-            value[names[f"delta[{layer.name}]"]] = _overlap(layer, ri)
+            value[names[f"delta[{layer.name}]"]] = layer.overlap(ri)
         for k in range(inst.cores):
             if (li, k) in pm.shared:
                 hint[pm.shared[li, k]] = int(c.rho[order[k]] > 0)

@@ -19,7 +19,7 @@ import networkx as nx
 import numpy as np
 
 from pimsolve.errors import InfeasibleError
-from pimsolve.ir import VIEW_OPS, Graph, LayerKind, Workload
+from pimsolve.ir import VIEW_OPS, Graph, LayerKind, Workload, pixel_elements
 from pimsolve.lowering.unfold import EMITTED_FORMATS, ag_rows
 from pimsolve.target import CrossbarTarget
 
@@ -81,11 +81,14 @@ class PlacementLayer:
     ranges and load their common input pixels once. The average overlap of two adjacent
     ranges, so that h = r replicas on one core load the layer's input exactly once."""
 
+    def overlap(self, ri: int) -> int:
+        """delta_{l,r} for r = R_l[ri] (0 where the layer's windows share no input)."""
+        return self.overlap_bytes[ri] if self.overlap_bytes else 0
+
     def core_load_bytes(self, ri: int, homes):
         """HT loads of a core holding ``homes`` replicas (R_l[ri]):
         lam h - delta (h - 1) for h >= 1, else 0 (``homes`` may be an array)."""
-        lam = self.load_bytes[ri]
-        delta = self.overlap_bytes[ri] if self.overlap_bytes else 0
+        lam, delta = self.load_bytes[ri], self.overlap(ri)
         h = np.asarray(homes)
         return np.where(h > 0, (lam - delta) * h + delta, 0)
 
@@ -283,17 +286,11 @@ def _vector_reserve(graph: Graph, eb: float) -> int:
             continue
         window = (math.prod(layer.attributes.get("kernel_shape", [1]))
                   if layer.op in ("MaxPool", "AveragePool") else 1)
-        held = [_pixel_elements(t.shape) for t in layer.inputs]
-        out = _pixel_elements(layer.outputs[0].shape)
+        held = [pixel_elements(t.shape) for t in layer.inputs]
+        out = pixel_elements(layer.outputs[0].shape)
         largest = max(largest, window * sum(held) + out)
         sizes.update(held, [out])
     return math.ceil((largest + sum(sizes)) * eb) if largest else 0
-
-
-def _pixel_elements(shape: tuple[int, ...]) -> int:
-    """Elements of one stored pixel (mirrors ``codegen.layout``: channels of NCHW, the last
-    axis otherwise)."""
-    return shape[1] if len(shape) == 4 else shape[-1] if shape else 1
 
 
 def _home_bytes(geo, kind: LayerKind, eb: float) -> int:
