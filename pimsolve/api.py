@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from pimsolve.codegen.generate import generate
+from pimsolve.codegen.generate import CodegenOptions, generate
 from pimsolve.errors import InputError
 from pimsolve.frontend import load_onnx, zoo
 from pimsolve.ir import Graph, Workload
@@ -205,7 +205,7 @@ class _Compiled:
 def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarTarget,
              mode: str, input_shapes: Mapping[str, tuple[int, ...]] | None,
              objective: str = "latency", settings: PlacementSettings | None = None,
-             ) -> _Compiled:
+             codegen: CodegenOptions | None = None) -> _Compiled:
     """frontend -> lowering -> placement -> codegen."""
     from pimsolve.solve.options import SolveOptions
     from pimsolve.stages.placement.instance import build_instance
@@ -246,7 +246,7 @@ def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarT
         p = outcome.prediction
         predicted = {"cycle_s": p.time_ns * 1e-9, "latency_s": p.latency_ns * 1e-9,
                      "energy_j": p.energy_pj * 1e-12, "bottleneck": p.bottleneck}
-    program = generate(inspection.graph, inspection.workload, mapping, loaded)
+    program = generate(inspection.graph, inspection.workload, mapping, loaded, codegen)
     return _Compiled(inspection.graph, loaded, mapping, program, solve, predicted)
 
 
@@ -325,16 +325,18 @@ class FunctionalCheck:
 def functional_check(model: str | Path | onnx.ModelProto, *,
                      target: str | Path | CrossbarTarget, mode: str = "ll", seed: int = 0,
                      quantize: bool = False,
-                     settings: PlacementSettings | None = None) -> FunctionalCheck:
-    """Map ``model`` (reference mapping unless ``settings`` choose an engine), run the
-    program on real numbers (weights from the file, seeded inputs), compare with onnxruntime."""
+                     settings: PlacementSettings | None = None,
+                     codegen: CodegenOptions | None = None) -> FunctionalCheck:
+    """Map ``model`` (reference mapping unless ``settings`` choose an engine), generate its
+    program (``codegen`` options), run it on real numbers (weights from the file, seeded
+    inputs), compare with onnxruntime."""
     from pimsolve.codegen.contents import crossbar_blocks, from_stored, global_image
     from pimsolve.frontend.reference import reference_outputs, seeded_inputs
     from pimsolve.frontend.weights import layer_weights
     from pimsolve.simulate.execute import Quantization, execute
 
     source = resolve_model(model) if isinstance(model, (str, Path)) else model
-    compiled = _compile(source, target, mode, None, MODES_OBJECTIVE[mode], settings)
+    compiled = _compile(source, target, mode, None, MODES_OBJECTIVE[mode], settings, codegen)
     graph, program, loaded = compiled.graph, compiled.program, compiled.target
     weights = {k: (w.weight, w.bias) for k, w in layer_weights(source, graph, seed=seed).items()}
     inputs = seeded_inputs({t.name: t.shape for t in graph.inputs}, seed)

@@ -58,6 +58,8 @@ class CoreEmitter:
         self._free: dict[int, deque[Buffer]] = {}
         self.top = 0
         self.peak = 0
+        self.live = 0
+        """Elements of the slots in use (allocated and not freed)."""
 
     def alloc(self, size: int) -> Buffer:
         """A buffer of ``size`` elements in a freed slot of ``size`` to ``2 size`` elements
@@ -68,9 +70,11 @@ class CoreEmitter:
             buf = self._free[min(fits)].popleft()
             buf.refill()
             buf.size = size
+            self.live += buf.slot
             return buf
         buf = Buffer(self.top, size)
         self.top += size
+        self.live += size
         self.peak = max(self.peak, self.top)
         return buf
 
@@ -78,6 +82,7 @@ class CoreEmitter:
         """Return ``buf``; a later allocation of its slot's size, or of down to half of it,
         reuses it after its last access."""
         self._free.setdefault(buf.slot, deque()).append(buf)
+        self.live -= buf.slot
 
     @staticmethod
     def spares(size: int) -> int:

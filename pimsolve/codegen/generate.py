@@ -12,10 +12,15 @@ Both PIMCOMP modes (Sec. VII) are emitted at the convolution-operator granularit
   windows share (input reuse of overlapping windows) and loads only new ones; vector layers are
   spread over all cores in contiguous blocks of pixels.
 * **LL** (low latency, Alg. 2): one inference through the element pipeline. Output pixels go
-  straight to the cores that need them; a task runs as soon as its pixels are there; send
-  requests are batched (the centralized communication heuristic) and flushed when ``flush_at``
-  are queued or at the end of a pass; a pixel's memory is freed once no task on that core needs
-  it; vector layers run where most of their input already is.
+  straight to the cores that need them; a task runs as soon as its pixels are there; a pixel's
+  memory is freed once no task on that core needs it; vector layers run where most of their
+  input already is. By default (``ll_order='timed'``) tasks and sends are emitted in the order
+  of an estimated clock built from the target's latencies, a window's partial sums after the
+  next window's MVMs, and each vector task when its pixels are there; a pixel waits at its
+  producer while the receiver's local memory is half full, until one of the receiver's next
+  tasks needs it. ``ll_order='passes'`` is Alg. 2 as published: passes over the workers,
+  send requests batched (the centralized communication heuristic) and flushed when
+  ``flush_at`` are queued or at the end of a pass.
 
 The array groups of a replica whose AGs sit on other cores than its first (home) core receive
 their input slice from the home core and send their partial sums back. This is also the
@@ -24,8 +29,12 @@ baseline scheduler later schedule optimizers must beat.
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import networkx as nx
 
@@ -44,13 +53,21 @@ __all__ = ["generate", "CodegenOptions"]
 Key = tuple[str, int]
 """A stored pixel: (tensor, pixel index)."""
 
+LL_RECEIVE_SHARE = 0.5
+"""LL: received pixels are sent ahead only while the receiver uses less of its local memory."""
+LL_LOOKAHEAD = 2
+"""LL: tasks of a worker whose input pixels are always sent, whatever the room."""
+
 
 @dataclass(frozen=True)
 class CodegenOptions:
     """Knobs of the reference code generator."""
 
+    ll_order: Literal["timed", "passes"] = "timed"
+    """LL mode: emit tasks and sends in the order of an estimated clock ('timed'), or in
+    PIMCOMP's passes with batched sends ('passes', Alg. 2 as published)."""
     flush_at: int = 32
-    """LL mode: send requests queued before they are emitted together."""
+    """LL 'passes': send requests queued before they are emitted together."""
 
 
 @dataclass(eq=False)
@@ -66,6 +83,58 @@ class _Worker:
     uses: dict[Key, int] = field(default_factory=dict)
     sources: list[list[Key]] = field(default_factory=list)
     tag: int = -1
+
+
+class _Clock:
+    """Estimated times of the LL list scheduler (ns): when each worker's array groups, each
+    core's MVM issue, vector unit and network ports are next free, and (sync communication)
+    until when a transfer blocks its two cores. Orders emission only; the simulator is the
+    judge of the real times."""
+
+    def __init__(self, target: CrossbarTarget, slots: list[ArrayGroupSlot]) -> None:
+        self.target, self.slots = target, slots
+        n = target.cores
+        self.issue, self.vfu, self.tx, self.rx = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
+        self.fence = [0.0] * n
+        self.busy: dict[int, float] = {}
+        self.byte = target.numerics.activation_bits / 8
+        self.link = target.chip.interconnect.bandwidth_gb_per_s
+        self.sync = target.chip.interconnect.communication == "sync"
+
+    def free(self, w: _Worker, now: float) -> float:
+        """The earliest the worker can start its next task."""
+        return max(now, self.busy.get(id(w), 0.0))
+
+    def run(self, w: _Worker, inputs: int, ready: float) -> float:
+        """Book one task of ``w`` ready at ``ready``; the time its output is on its core."""
+        xbar, vec = self.target.crossbar, self.target.core.vector_unit
+        c = w.core
+        ready = max(ready, self.fence[c])
+        add = vec.op_latency_ns * math.ceil(w.tasks_of.channels / vec.lanes)
+        if w.tasks_of.kind != "mvm":
+            start = max(ready, self.vfu[c])
+            self.vfu[c] = start + max(1, inputs) * add
+            self.busy[id(w)] = self.vfu[c]
+            return self.vfu[c]
+        blocks = [math.ceil(self.slots[s].rows / xbar.parallel_rows) for s in w.slots]
+        start = max(ready, self.issue[c])
+        self.issue[c] = start + sum(blocks) * self.target.core.mvm_issue_interval_ns
+        compute = max(blocks) * xbar.mvm_latency_ns
+        self.busy[id(w)] = start + compute
+        remote = [self.slots[s] for s in w.slots if self.slots[s].core != c]
+        hops = sum(ag.rows + ag.cols for ag in remote) * self.byte / self.link
+        return self.issue[c] + compute + hops + (1 + len(remote)) * add
+
+    def send(self, src: int, dst: int, elements: int, ready: float) -> float:
+        """Book one transfer; the time it has arrived (the receiver takes them in order)."""
+        start = max(ready, self.tx[src])
+        if self.sync:
+            start = max(start, self.fence[src], self.fence[dst])
+        self.tx[src] = start + elements * self.byte / self.link
+        self.rx[dst] = max(self.tx[src], self.rx[dst])
+        if self.sync:
+            self.fence[src] = self.fence[dst] = self.rx[dst]
+        return self.rx[dst]
 
 
 class _Generator:
@@ -188,6 +257,10 @@ class _Generator:
             core = ag.core
             if core != home:
                 moved = self._transfer(home, core, src, ag.rows, src_addr - src.addr)
+                if temp and temp[-1][1] is src:
+                    # only the send reads this staging: its slot may serve the next AG
+                    # (whose writes wait for the send)
+                    em.free(temp.pop()[1])
                 temp.append((core, moved))
                 src, src_addr = moved, moved.addr
             first = core == home and ag.matrix not in started
@@ -443,6 +516,10 @@ class _Generator:
         consumers: dict[Key, set[int]] = {}
         for lt in self.tasks:
             workers = self._split(lt, near)
+            if lt.kind != "mvm" and self.options.ll_order == "timed":
+                # each vector task on its own: it runs when its pixels are there, not
+                # behind the pixels another producer replica has not made yet
+                workers = [_Worker(lt, w.core, [t], tag=w.tag) for w in workers for t in w.tasks]
             for w in workers:
                 for t in w.tasks:
                     owner[(lt.output, t)] = w.core
@@ -462,6 +539,15 @@ class _Generator:
         self.present: dict[tuple[int, Key], Buffer] = {}
         self.queue: list[tuple[Key, int, int]] = []
         self.consumers = consumers
+        if self.options.ll_order == "timed":
+            self._ll_timed([w for ws in layers for w in ws], inputs, outputs)
+        else:
+            self._ll_passes(layers, inputs, outputs)
+
+    def _ll_passes(self, layers: list[list[_Worker]], inputs: set[str],
+                   outputs: set[str]) -> None:
+        """PIMCOMP Alg. 2 as published: in each pass every worker runs its next task if its
+        pixels are there; sends are batched (``flush_at``, or at the end of a pass)."""
         remaining = sum(len(w.tasks) for ws in layers for w in ws)
         while remaining:
             progressed = False
@@ -470,7 +556,7 @@ class _Generator:
                     if w.next < len(w.tasks) and all(
                             k[0] in inputs or (w.core, k) in self.present
                             for k in w.sources[w.next]):
-                        self._ll_task(w, owner, outputs)
+                        self._ll_task(w, outputs)
                         remaining -= 1
                         progressed = True
                         if len(self.queue) >= self.options.flush_at:
@@ -480,6 +566,101 @@ class _Generator:
                 progressed = True
             if remaining and not progressed:
                 raise RuntimeError("low-latency codegen made no progress (a cycle?)")
+
+    def _ll_timed(self, workers: list[_Worker], inputs: set[str], outputs: set[str]) -> None:
+        """Alg. 2 in estimated time order: a list scheduler on the target's own latencies
+        (MVM latency and issue interval, vector lanes, link bandwidth), so each core's program
+        order, and the in-order network queues with it, follow the order the data arrives. An
+        MVM task's partial sums and bias are emitted when its MVMs are done, after the next
+        window's inputs (software pipelining). A pixel is sent as soon as it is produced while
+        the receiver has room (``LL_RECEIVE_SHARE`` of its local memory); otherwise it waits
+        at its producer until a task among the receiver's next ``LL_LOOKAHEAD`` needs it, so
+        received pixels cannot fill local memory. Tasks and sends are emitted in one global
+        order, so sync communication cannot deadlock."""
+        clock = _Clock(self.target, self.slots)
+        room = int(self.target.core.local_memory.size_kib * 1024 * 8
+                   // self.target.numerics.activation_bits * LL_RECEIVE_SHARE)
+        tag_of = {lt.output: i for i, lt in enumerate(self.tasks)}
+        arrived: dict[tuple[int, Key], float] = {}
+        waiting: dict[tuple[int, Key], list[_Worker]] = {}
+        wanted: set[tuple[int, Key]] = set()
+        held: dict[int, dict[Key, tuple[int, float]]] = {}
+        events: list[tuple[float, int, str, object]] = []
+        order = itertools.count()
+
+        def send(key: Key, src: int, dst: int, ready: float) -> None:
+            heapq.heappush(events, (ready, next(order), "send", (key, src, dst)))
+
+        def want(w: _Worker, now: float) -> None:
+            for sources in w.sources[w.next:w.next + LL_LOOKAHEAD]:
+                for key in sources:
+                    if (w.core, key) not in wanted:
+                        wanted.add((w.core, key))
+                        if key in held.get(w.core, {}):
+                            src, ready = held[w.core].pop(key)
+                            send(key, src, w.core, max(ready, now))
+
+        def wake(w: _Worker, now: float) -> None:
+            if w.next == len(w.tasks):
+                return
+            want(w, now)
+            ready = clock.free(w, now)
+            for key in w.sources[w.next]:
+                if key[0] in inputs:
+                    continue
+                if (w.core, key) not in self.present:
+                    waiting.setdefault((w.core, key), []).append(w)
+                    return
+                ready = max(ready, arrived.get((w.core, key), 0.0))
+            heapq.heappush(events, (ready, next(order), "issue", w))
+
+        def landed(core: int, key: Key, now: float) -> None:
+            arrived[(core, key)] = now
+            for w in waiting.pop((core, key), []):
+                wake(w, now)
+
+        def offer(key: Key, src: int, dst: int, now: float) -> None:
+            size = self.layout.tensors[key[0]].channels
+            if (dst, key) in wanted or self.em[dst].live + size <= room:
+                send(key, src, dst, now)
+            else:
+                held.setdefault(dst, {})[key] = (src, now)
+
+        for w in workers:
+            wake(w, 0.0)
+        remaining = sum(len(w.tasks) for w in workers)
+        while events:
+            now, _, kind, item = heapq.heappop(events)
+            if kind == "send":
+                key, src, dst = item
+                buf = self.present[(src, key)]
+                for e in (self.em[src], self.em[dst]):
+                    e.layer = tag_of.get(key[0], -1)
+                self.present[(dst, key)] = self._transfer(src, dst, buf, buf.size)
+                self._release(src, key)
+                landed(dst, key, clock.send(src, dst, buf.size, now))
+            elif kind == "issue":
+                w = item
+                done = clock.run(w, len(w.sources[w.next]), now)
+                heapq.heappush(events, (done, next(order), "finish", (w, self._ll_issue(w))))
+                wake(w, now)
+            else:
+                w, issued = item
+                self._ll_finish(w, *issued, outputs)
+                remaining -= 1
+                key = (w.tasks_of.output, issued[0])
+                if (w.core, key) in self.present:
+                    landed(w.core, key, now)
+                for key, src, dst in self.queue:
+                    offer(key, src, dst, now)
+                self.queue = []
+                for key, (src, ready) in list(held.get(w.core, {}).items()):
+                    if self.em[w.core].live + self.layout.tensors[key[0]].channels > room:
+                        break
+                    del held[w.core][key]
+                    send(key, src, w.core, max(ready, now))
+        if remaining:
+            raise RuntimeError("low-latency codegen made no progress (a cycle?)")
 
     def _release(self, core: int, key: Key) -> None:
         ref = (core, key)
@@ -495,8 +676,11 @@ class _Generator:
             self._release(src, key)
         self.queue = []
 
-    def _ll_task(self, w: _Worker, owner: dict[Key, int], outputs: set[str]) -> None:
-        em = self.em[w.core]
+    def _ll_task(self, w: _Worker, outputs: set[str]) -> None:
+        self._ll_finish(w, *self._ll_issue(w), outputs)
+
+    def _ll_issue(self, w: _Worker) -> tuple[int, list[Key], Buffer, Callable[[], None]]:
+        """Emit the next task's inputs and MVMs; what ``_ll_finish`` needs to complete it."""
         task, keys = w.tasks[w.next], w.sources[w.next]
         w.next += 1
 
@@ -508,6 +692,14 @@ class _Generator:
             return buf
 
         out, finish = self._run(w, task, get)
+        return task, keys, out, finish
+
+    def _ll_finish(self, w: _Worker, task: int, keys: list[Key], out: Buffer,
+                   finish: Callable[[], None], outputs: set[str]) -> None:
+        """Emit the rest of a task (partial sums, bias, store) and queue its sends."""
+        em = self.em[w.core]
+        for e in self.em:
+            e.layer = w.tag
         finish()
         for key in keys:
             self._release(w.core, key)

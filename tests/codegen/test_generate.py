@@ -1,16 +1,23 @@
-"""HT codegen: replicas homed on one core share their loads (PIMCOMP Fig. 8c), as the placement
-model counts them, and still compute the right numbers."""
+"""Codegen: HT replicas homed on one core share their loads (PIMCOMP Fig. 8c), as the placement
+model counts them, and still compute the right numbers; LL's timed list scheduler overlaps the
+windows of split replicas and keeps received pixels within local memory."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import helper
 
+import pimsolve.codegen.generate as generate_module
 from pimsolve.api import PlacementSettings, functional_check, inspect_model, load_target, map_model
+from pimsolve.codegen.generate import CodegenOptions, generate
 from pimsolve.ir.program import Op
-from pimsolve.stages.placement.evaluate import counts_of
+from pimsolve.simulate.checks import verify
+from pimsolve.simulate.simulator import run
+from pimsolve.stages.placement.evaluate import LayerCounts, counts_of, decode
 from pimsolve.stages.placement.instance import build_instance
-from tests.simulate.test_functional import FLOAT_TOLERANCE, NETWORKS
+from tests.simulate.test_checks import small_ll
+from tests.simulate.test_functional import FLOAT_TOLERANCE, NETWORKS, _model
 
 pytest.importorskip("onnxruntime")
 
@@ -100,3 +107,77 @@ def test_vector_buffers_are_kept_from_crossbar_layers() -> None:
         update={"local_memory": lm})})
     with pytest.raises(InfeasibleError, match="vector layers"):
         build_instance(inspection.graph, inspection.workload, small, "ht")
+
+
+# ---- LL: the timed list scheduler ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ll_order", ["timed", "passes"])
+@pytest.mark.parametrize("network", sorted(NETWORKS))
+def test_both_ll_orders_compute_the_same(network: str, ll_order: str) -> None:
+    result = functional_check(NETWORKS[network](), target="puma", mode="ll",
+                              codegen=CodegenOptions(ll_order=ll_order))
+    assert result.max_rel_error < FLOAT_TOLERANCE
+
+
+def test_ll_overlaps_the_windows_of_a_split_replica() -> None:
+    """conv1's AGs sit on cores 0 and 1. In PIMCOMP's passes core 0 sends window 1's input
+    slice, waits for its partial sums, then sends window 2's; the timed order emits window 2's
+    slice before window 1's partial sums, so core 1's AG does not idle for a round trip."""
+    def first(program, op, peer: int) -> list[int]:
+        code = program.cores[0].code
+        return [i for i in range(len(code)) if code[i, 0] == op and code[i, 1] == peer][:2]
+
+    for order, overlapped in (("timed", True), ("passes", False)):
+        program, target = small_ll("isaac", order)
+        assert verify(program, target).passed
+        sends, recvs = first(program, Op.SEND, 1), first(program, Op.RECV, 1)
+        assert sends[0] < recvs[0]
+        assert (sends[1] < recvs[0]) is overlapped
+
+
+def two_convs(hw: int = 16, channels: int = 32):
+    return _model([
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("Conv", ["c1", "w2", "b2"], ["y"], name="conv2", pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3])],
+        {"x": [1, channels, hw, hw]}, ("y", [1, channels, hw, hw]),
+        {"w1": [channels, channels, 3, 3], "b1": [channels],
+         "w2": [channels, channels, 3, 3], "b2": [channels]})
+
+
+def test_received_pixels_wait_for_room(monkeypatch) -> None:
+    """conv1 (8 replicas) makes its 256 output pixels 8x faster than conv2 (1 replica, core 8)
+    takes them. Sent as soon as they are made, all 256 (8,192 elements) land in conv2's 16 KiB
+    (8,192 elements) of local memory; held at their producers while conv2's core is half full,
+    they fit, and conv2 is not slower for it."""
+    target = load_target("isaac")
+    lm = target.core.local_memory.model_copy(update={"size_kib": 16})
+    target = target.model_copy(update={"core": target.core.model_copy(
+        update={"local_memory": lm})})
+    inspection = inspect_model(two_convs(), target=target)
+    instance = build_instance(inspection.graph, inspection.workload, target, "ll")
+    counts, core = [], 0
+    for layer, replication in zip(instance.layers, (8, 1), strict=True):
+        choice = min(range(len(layer.choices)), key=lambda i: layer.choices[i].ags)
+        y = np.zeros(instance.cores, dtype=np.int64)
+        rho, ell = y.copy(), y.copy()
+        for _ in range(replication):
+            y[core] = ell[core] = layer.choices[choice].ags
+            rho[core] = 1
+            core += 1
+        counts.append(LayerCounts(choice, replication, y, rho, ell))
+    mapping = decode(instance, counts, engine="test")
+
+    def compiled():
+        program = generate(inspection.graph, inspection.workload, mapping, target)
+        return verify(program, target), run(program, target).makespan_ns
+
+    held, held_ns = compiled()
+    monkeypatch.setattr(generate_module, "LL_RECEIVE_SHARE", 1e9)
+    flooded, flooded_ns = compiled()
+    assert {v.kind for v in flooded.violations} == {"local-memory-capacity"}
+    assert {v.core for v in flooded.violations} == {8}
+    assert held.passed
+    assert held_ns <= flooded_ns

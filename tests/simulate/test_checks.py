@@ -31,7 +31,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from pimsolve.codegen.generate import generate
+from pimsolve.codegen.generate import CodegenOptions, generate
 from pimsolve.frontend.load import load_onnx
 from pimsolve.ir.program import FIELDS, UNARY, CoreStream, Op, Program, units
 from pimsolve.lowering import lower
@@ -86,16 +86,17 @@ def target_of(name: str, small: bool) -> CrossbarTarget:
 
 
 @functools.cache
-def compiled(name: str, small: bool, mode: str) -> Program:
+def compiled(name: str, small: bool, mode: str, ll_order: str = "timed") -> Program:
     """The reference program of the tiny CNN (cached: Programs are never modified in place)."""
     target = target_of(name, small)
     graph = load_onnx(tiny_cnn())
     workload = lower(graph, target)
-    return generate(graph, workload, reference_mapping(workload, target, mode), target)
+    return generate(graph, workload, reference_mapping(workload, target, mode), target,
+                    CodegenOptions(ll_order=ll_order))
 
 
-def small_ll(name: str = "isaac") -> tuple[Program, CrossbarTarget]:
-    return compiled(name, True, "ll"), target_of(name, True)
+def small_ll(name: str = "isaac", ll_order: str = "timed") -> tuple[Program, CrossbarTarget]:
+    return compiled(name, True, "ll", ll_order), target_of(name, True)
 
 
 # -------------------------------------------------------------------------- stream edits
@@ -471,8 +472,9 @@ def test_unmatched_tag():
 def swapped_exchange(name: str) -> tuple[Program, CrossbarTarget, int]:
     """Core 0 sends conv1's input slice to core 1 and then receives the partial sums back;
     core 1 receives the slice first. Core 0's two instructions are swapped: both cores now
-    start by receiving from each other."""
-    program, target = small_ll(name)
+    start by receiving from each other. (PIMCOMP's passes: there, core 0's first send to core 1
+    is this slice; the timed order sends the next window's slice before the partial sums.)"""
+    program, target = small_ll(name, "passes")
     items = unpack(program.cores[0])
     i = next(k for k in range(len(items) - 1)
              if items[k].row[:2] == [Op.SEND, 1] and items[k + 1].row[:2] == [Op.RECV, 1])
