@@ -159,11 +159,13 @@ def map_model(model: str | Path | onnx.ModelProto, *,
               target: str | Path | CrossbarTarget, objective: str = "latency",
               mode: str | None = None, engine: str | None = None,
               settings: PlacementSettings | None = None,
-              input_shapes: Mapping[str, tuple[int, ...]] | None = None) -> MapResult:
+              input_shapes: Mapping[str, tuple[int, ...]] | None = None,
+              codegen: CodegenOptions | None = None) -> MapResult:
     """frontend -> placement -> codegen -> simulate -> report.
 
     ``objective`` picks the mode (latency: low-latency 'll'; throughput, energy, edp: 'ht')
-    unless ``mode`` is given. ``engine`` overrides ``settings.engine``.
+    unless ``mode`` is given. ``engine`` overrides ``settings.engine``; ``codegen`` sets the
+    code generator's options (e.g. the LL order).
     """
     if objective not in MODES:
         raise InputError(f"objective must be one of {', '.join(MODES)}, not {objective!r}")
@@ -176,7 +178,7 @@ def map_model(model: str | Path | onnx.ModelProto, *,
     if settings.engine not in engines():
         raise InputError(f"unknown engine {settings.engine!r}; engines: "
                          f"{', '.join(engines())}")
-    compiled = _compile(model, target, mode, input_shapes, objective, settings)
+    compiled = _compile(model, target, mode, input_shapes, objective, settings, codegen)
     report = score(compiled.mapping, compiled.program, compiled.target, [compiled.solve])
     if compiled.predicted is not None and "metrics" in report:
         report["prediction"] = _fidelity(compiled.predicted, report["metrics"], mode)

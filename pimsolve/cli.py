@@ -165,14 +165,20 @@ def map_cmd(
         help="Write mapping.json, report.json and the program here.")] = None,
     input_shape: Annotated[list[str] | None, typer.Option(
         "--input-shape", help="Static input shape NAME=1x3x224x224 (repeatable).")] = None,
+    ll_order: Annotated[str, typer.Option(
+        "--ll-order", help="Low-latency code generation: timed (a list scheduler on the "
+        "target's latencies) or passes (PIMCOMP Alg. 2 as published).")] = "timed",
     as_json: Annotated[bool, typer.Option("--json", help="Print report.json.")] = False,
 ) -> None:
     """Map MODEL onto TARGET: place (replication, unfolding, AGs per core), generate the
     per-core program, simulate and verify it."""
     from pimsolve.api import PlacementSettings, map_model, write_map_outputs
+    from pimsolve.codegen.generate import CodegenOptions
     from pimsolve.errors import InputError as PimsolveInputError
     from pimsolve.frontend import parse_input_shape
 
+    if ll_order not in ("timed", "passes"):
+        raise PimsolveInputError(f"--ll-order must be 'timed' or 'passes', not '{ll_order}'")
     if unfoldings not in ("all", "default"):
         raise PimsolveInputError(f"--unfoldings must be 'all' or 'default', not '{unfoldings}'")
     if time_limit <= 0:
@@ -186,7 +192,8 @@ def map_cmd(
                                  max_layers_per_core=max_layers_per_core,
                                  progress=None if as_json else _progress_line)
     result = map_model(model, target=target, objective=objective, mode=mode,
-                       settings=settings, input_shapes=shapes)
+                       settings=settings, input_shapes=shapes,
+                       codegen=CodegenOptions(ll_order=ll_order))
     if not as_json:
         if _PROGRESS["shown"]:
             typer.echo("", err=True)

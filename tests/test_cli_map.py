@@ -83,6 +83,8 @@ def test_map_bad_inputs_are_one_line_errors(capsys, tmp_path: Path, model_file: 
                                "annealing")[::2], "unknown engine")
     assert_one_line_error(*run(capsys, "map", str(model_file), "-t", "isaac", "--objective",
                                "speed")[::2], "objective")
+    assert_one_line_error(*run(capsys, "map", str(model_file), "-t", "isaac", "--ll-order",
+                               "fifo")[::2], "--ll-order")
     assert_one_line_error(*run(capsys, "map", "vgg16", "-t", "compass-s")[::2],
                           "crossbars")
     assert_one_line_error(*run(capsys, "simulate", str(tmp_path / "nowhere"))[::2],
@@ -129,3 +131,16 @@ def test_map_rejects_a_bad_engine_and_time_limit(capsys, model_file: Path) -> No
     code, _, err = run(capsys, "map", str(model_file), "--target", "arch-c", "--time-limit",
                        "0")
     assert code == 2 and "--time-limit" in err
+
+
+def test_map_ll_order_picks_the_codegen_order(capsys, tmp_path: Path, model_file: Path) -> None:
+    """--ll-order passes generates PIMCOMP's Alg. 2 program for the same mapping; both are
+    verified, and they differ."""
+    programs = {}
+    for order in ("timed", "passes"):
+        out = tmp_path / order
+        code, stdout, _ = run(capsys, "map", str(model_file), "--target", "puma", "--engine",
+                              "none", "--ll-order", order, "--out", str(out), "--json")
+        assert code == 0 and json.loads(stdout)["checks"]["passed"]
+        programs[order] = Program.from_jsonl((out / "program.jsonl").read_text())
+    assert programs["timed"] != programs["passes"]
