@@ -194,6 +194,11 @@ class _Generator:
                 replicas.append(ids)
             self.replicas[name] = replicas
 
+    def _working_for(self, w: _Worker) -> None:
+        """Tag what every core emits from now on with ``w``'s layer."""
+        for em in self.em:
+            em.layer = w.tag
+
     def _constant(self, value: float) -> int:
         return self.constants.setdefault(float(value), len(self.constants))
 
@@ -357,8 +362,7 @@ class _Generator:
              release=lambda key: None) -> tuple[Buffer, Callable[[], None]]:
         """Emit one task; its output and what is left to emit (partial sums and bias of an
         MVM task, which HT defers by a round; nothing for a vector task)."""
-        for em in self.em:
-            em.layer = w.tag
+        self._working_for(w)
         if w.tasks_of.kind == "mvm":
             return self._mvm_issue(w, task, get)
         return self._vector_task(w, task, get, release), lambda: None
@@ -485,8 +489,7 @@ class _Generator:
 
     def _ht_store(self, w: _Worker, task: int, out: Buffer,
                   finish: Callable[[], None]) -> None:
-        for em in self.em:
-            em.layer = w.tag
+        self._working_for(w)
         finish()
         em = self.em[w.core]
         em.emit(Op.STORE, 0, self.layout.pixel_address(w.tasks_of.output, task), out.addr, 0,
@@ -578,8 +581,8 @@ class _Generator:
         received pixels cannot fill local memory. Tasks and sends are emitted in one global
         order, so sync communication cannot deadlock."""
         clock = _Clock(self.target, self.slots)
-        room = int(self.target.core.local_memory.size_kib * 1024 * 8
-                   // self.target.numerics.activation_bits * LL_RECEIVE_SHARE)
+        room = int(self.target.core.local_memory.elements(self.target.numerics.activation_bits)
+                   * LL_RECEIVE_SHARE)
         tag_of = {lt.output: i for i, lt in enumerate(self.tasks)}
         arrived: dict[tuple[int, Key], float] = {}
         waiting: dict[tuple[int, Key], list[_Worker]] = {}
@@ -619,9 +622,11 @@ class _Generator:
             for w in waiting.pop((core, key), []):
                 wake(w, now)
 
+        def fits(core: int, key: Key) -> bool:
+            return self.em[core].live + self.layout.tensors[key[0]].channels <= room
+
         def offer(key: Key, src: int, dst: int, now: float) -> None:
-            size = self.layout.tensors[key[0]].channels
-            if (dst, key) in wanted or self.em[dst].live + size <= room:
+            if (dst, key) in wanted or fits(dst, key):
                 send(key, src, dst, now)
             else:
                 held.setdefault(dst, {})[key] = (src, now)
@@ -633,12 +638,9 @@ class _Generator:
             now, _, kind, item = heapq.heappop(events)
             if kind == "send":
                 key, src, dst = item
-                buf = self.present[(src, key)]
                 for e in (self.em[src], self.em[dst]):
                     e.layer = tag_of.get(key[0], -1)
-                self.present[(dst, key)] = self._transfer(src, dst, buf, buf.size)
-                self._release(src, key)
-                landed(dst, key, clock.send(src, dst, buf.size, now))
+                landed(dst, key, clock.send(src, dst, self._move(key, src, dst), now))
             elif kind == "issue":
                 w = item
                 done = clock.run(w, len(w.sources[w.next]), now)
@@ -655,7 +657,7 @@ class _Generator:
                     offer(key, src, dst, now)
                 self.queue = []
                 for key, (src, ready) in list(held.get(w.core, {}).items()):
-                    if self.em[w.core].live + self.layout.tensors[key[0]].channels > room:
+                    if not fits(w.core, key):
                         break
                     del held[w.core][key]
                     send(key, src, w.core, max(ready, now))
@@ -671,10 +673,15 @@ class _Generator:
 
     def _flush(self) -> None:
         for key, src, dst in self.queue:
-            buf = self.present[(src, key)]
-            self.present[(dst, key)] = self._transfer(src, dst, buf, buf.size)
-            self._release(src, key)
+            self._move(key, src, dst)
         self.queue = []
+
+    def _move(self, key: Key, src: int, dst: int) -> int:
+        """Send pixel ``key`` from ``src`` to ``dst`` (where it is now present); its size."""
+        buf = self.present[(src, key)]
+        self.present[(dst, key)] = self._transfer(src, dst, buf, buf.size)
+        self._release(src, key)
+        return buf.size
 
     def _ll_task(self, w: _Worker, outputs: set[str]) -> None:
         self._ll_finish(w, *self._ll_issue(w), outputs)
@@ -698,8 +705,7 @@ class _Generator:
                    finish: Callable[[], None], outputs: set[str]) -> None:
         """Emit the rest of a task (partial sums, bias, store) and queue its sends."""
         em = self.em[w.core]
-        for e in self.em:
-            e.layer = w.tag
+        self._working_for(w)
         finish()
         for key in keys:
             self._release(w.core, key)

@@ -117,7 +117,7 @@ def verify(program: Program, target: CrossbarTarget) -> CheckReport:
     out = _Collector(program)
     slots = program.array_groups
     n_cores = len(program.cores)
-    capacity = int(target.core.local_memory.size_kib * 1024 * 8 // program.element_bits)
+    capacity = target.core.local_memory.elements(program.element_bits)
     used: dict[int, int] = {}
     for s, g in enumerate(slots):
         if not 0 <= g.core < n_cores:

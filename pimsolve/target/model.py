@@ -90,6 +90,10 @@ class LocalMemory(_Strict):
     bandwidth_gb_per_s: PosFloat
     energy_pj_per_byte: NonNegFloat
 
+    def elements(self, bits: int) -> int:
+        """Elements of ``bits`` bits the scratchpad holds."""
+        return int(self.size_kib * 1024 * 8 // bits)
+
 
 class Core(_Strict):
     """One core: crossbars, vector unit, local memory, control."""
