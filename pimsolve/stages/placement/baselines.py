@@ -170,7 +170,8 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
            reps: Sequence[int]) -> list[LayerCounts] | None:
     """Place ``reps[l]`` replicas AG by AG, each where the busiest resource of the cores it
     touches grows least (the home first, then each further AG on the home or elsewhere, a
-    remote AG charging partial-sum traffic to both ends); None when they do not fit.
+    remote AG charging partial-sum traffic to both ends, and to the off-chip link if on
+    another chip); None when they do not fit.
 
     Unlike :func:`pack` (whole replicas onto the least loaded core) this splits replicas when
     the cores serialize their AGs' MVMs (e.g. PUMA's in-order issue); it is the
@@ -189,6 +190,8 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
     y = np.zeros((n, k), dtype=np.int64)
     rho = np.zeros_like(y)
     ell = np.zeros_like(y)
+    chip = np.arange(k) // instance.cores_per_chip
+    offlink, offchip = instance.offchip_bytes_per_ns, 0.0  # the link all chips share
     replicas = []
     for i, (layer, ui, r) in enumerate(zip(instance.layers, choices, reps, strict=True)):
         u, m = layer.choices[ui], layer.windows_per_replica(r)
@@ -230,6 +233,8 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
         mem[home] -= instance.replica_bytes(i, choices[i])
         rho[i, home] += 1
         send, back = m * u.in_bytes / link, m * u.out_bytes / link
+        away = chip != chip[home]
+        crossing = m * (u.in_bytes + u.out_bytes) / offlink if offlink else 0.0
         for _ in range(a - 1):
             room = ok & (free >= x) & (mem >= u.remote_bytes)
             room[home] = ok[home] and free[home] >= x
@@ -248,7 +253,9 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
             there = np.maximum(there, traffic)
             there[home] = max(load["issue"][home] + m * u.issue_ns, peak(home),
                               serial[home] + m * u.issue_ns if instance.sync else 0.0)
+            there = np.where(away, np.maximum(there, offchip + crossing), there)
             at = int(np.argmin(np.where(room, there, np.inf)))
+            offchip += crossing if away[at] else 0.0
             load["issue"][at] += m * u.issue_ns
             if at != home:
                 mem[at] -= u.remote_bytes
@@ -313,10 +320,17 @@ def _place(instance, choices, reps, cores, balanced: bool) -> np.ndarray | None:
             slots = np.where(ok, free // x, 0)
             if slots.sum() < a:
                 return None
-            home = int(np.argmax(slots))
+            # on a chip that holds the whole replica if there is one (no off-chip traffic)
+            per_chip = slots.reshape(-1, instance.cores_per_chip).sum(axis=1)
+            home = int(np.argmax(np.where(np.repeat(per_chip, instance.cores_per_chip) >= a,
+                                          slots, -1))) if per_chip.max() >= a else int(
+                np.argmax(slots))
             start = int(np.searchsorted(ring, home))
+            mine = ring // instance.cores_per_chip == home // instance.cores_per_chip
+            rolled = np.roll(ring, -start)
             need = a
-            for at in np.roll(ring, -start):
+            for at in np.concatenate([rolled[np.roll(mine, -start)],
+                                      rolled[~np.roll(mine, -start)]]):
                 if need == 0:
                     break
                 if not ok[at] or slots[at] == 0:

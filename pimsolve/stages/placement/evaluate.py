@@ -11,6 +11,7 @@ GA all score placements with one function. A placement is held as counts per lay
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,10 +22,11 @@ from pimsolve.ir.mapping import LayerPlacement, Mapping, Partition
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
-           "window_ns", "path_times", "need_windows", "memory_per_core"]
+           "window_ns", "path_times", "need_windows", "memory_per_core", "ChipCrossings",
+           "chip_crossings"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
-             "path")
+             "offchip", "path")
 """What can bound the cycle (HT) or the latency (LL)."""
 
 
@@ -112,6 +114,59 @@ def memory_per_core(instance: PlacementInstance, counts: list[LayerCounts]) -> n
     return out
 
 
+@dataclass(frozen=True)
+class ChipCrossings:
+    """What a placement sends over the off-chip link per inference."""
+
+    ag_windows: dict[tuple[int, int], int]
+    """o[l, c]: AG-windows run on chip c for replicas of layer l homed on another chip
+    (max(0, sum_k in c of y m - A_u rho m)); each sends its input slice and partial sums."""
+    edge_overlap: dict[tuple[int, int], int]
+    """v[e, c] (LL): of edge e's data, what chip c both makes and takes, in 1/den_e bytes: the
+    overlap of c's producer and consumer window ranges (replicas take ranges in core order)."""
+    edge_bytes: dict[int, int]
+    """x[e] (LL): bytes of edge e that cross chips, ceil(phi (B_e - sum_c v[e, c] / den_e)):
+    what no chip makes for itself, times the consumer's fan-out."""
+
+    def total_bytes(self, instance: PlacementInstance, counts: list[LayerCounts]) -> int:
+        ags = sum(n * (instance.layers[li].choices[counts[li].choice].in_bytes
+                       + instance.layers[li].choices[counts[li].choice].out_bytes)
+                  for (li, _), n in self.ag_windows.items())
+        return ags + sum(self.edge_bytes.values())
+
+
+def chip_crossings(instance: PlacementInstance, counts: list[LayerCounts]) -> ChipCrossings:
+    """The off-chip traffic the model counts (empty on one chip)."""
+    if instance.offchip_bytes_per_ns is None:
+        return ChipCrossings({}, {}, {})
+    chips = instance.chips
+    homed = []
+    ags = {}
+    for li, (layer, c) in enumerate(zip(instance.layers, counts, strict=True)):
+        u = layer.choices[c.choice]
+        m = layer.windows_per_replica(c.replication)
+        y = np.asarray(c.y).reshape(chips, -1).sum(axis=1) * m
+        h = np.asarray(c.rho).reshape(chips, -1).sum(axis=1) * m
+        homed.append([int(x) for x in h])
+        for chip in range(chips):
+            ags[li, chip] = max(0, int(y[chip] - u.ags * h[chip]))
+    overlap, edges = {}, {}
+    if instance.mode == "ll":
+        for ei, e in enumerate(instance.edges):
+            a, b, den = instance.edge_rates(e)
+            made = [a * x for x in homed[e.producer]]
+            taken = [b * x for x in homed[e.consumer]]
+            for chip in range(chips):
+                overlap[ei, chip] = max(0, min(
+                    made[chip], taken[chip], sum(made[:chip + 1]) - sum(taken[:chip]),
+                    sum(taken[:chip + 1]) - sum(made[:chip])))
+            phi = instance.fanout(e.consumer, instance.layers[e.consumer].replications.index(
+                counts[e.consumer].replication))
+            away = e.nbytes * den - sum(overlap[ei, c] for c in range(chips))
+            edges[ei] = max(0, math.ceil(phi * away / den))
+    return ChipCrossings(ags, overlap, edges)
+
+
 def predict(instance: PlacementInstance, counts: list[LayerCounts]) -> Prediction:
     """The model's cycle time (HT) or latency (LL), its resources, and the energy."""
     cores = per_core(instance, counts)
@@ -125,7 +180,11 @@ def predict(instance: PlacementInstance, counts: list[LayerCounts]) -> Predictio
     else:
         res["gm"] = 0.0
         res["path"] = _critical_path(instance, counts)
-    energy = instance.constant_energy_pj
+    offchip = chip_crossings(instance, counts).total_bytes(instance, counts)
+    res["offchip"] = (offchip / instance.offchip_bytes_per_ns
+                      if instance.offchip_bytes_per_ns else 0.0)
+    energy = instance.constant_energy_pj + offchip * (
+        instance.offchip_pj_per_byte - instance.net_pj_per_byte_hop)
     for layer, c in zip(instance.layers, counts, strict=True):
         u = layer.choices[c.choice]
         m = layer.windows_per_replica(c.replication)
@@ -216,28 +275,34 @@ def decode(instance: PlacementInstance, counts: list[LayerCounts], *, engine: st
     """A Mapping with exactly these counts: every (layer, replica, AG) on a core.
 
     Each core's home replicas take ``ell`` of its AGs (at least their first); their other
-    AGs go to the cores with AGs to spare, nearest core number first.
+    AGs go to the cores with AGs to spare: first on the home's chip, then on any chip
+    (nearest core number first), so no more AGs leave their chip than ``chip_crossings``
+    counts.
     """
+    per_chip = instance.cores_per_chip
     layers = []
     for layer, c in zip(instance.layers, counts, strict=True):
         u = layer.choices[c.choice]
         spare = {k: int(c.y[k] - c.ell[k]) for k in range(instance.cores) if c.y[k] > c.ell[k]}
-        replicas: list[tuple[int, ...]] = []
+        replicas: list[list[int]] = []
         for k in range(instance.cores):
             homes = int(c.rho[k])
-            if not homes:
-                continue
             local = [int(c.ell[k]) // homes + (j < int(c.ell[k]) % homes) for j in range(homes)]
-            for n in local:
-                cores = [k] * n
+            replicas += [[k] * n for n in local]
+        for same_chip in (True, False):
+            for cores in replicas:
+                k = cores[0]
                 while len(cores) < u.ags:
-                    near = min(spare, key=lambda x: (abs(x - k), x))
-                    take = min(spare[near], u.ags - len(cores))
-                    cores += [near] * take
-                    spare[near] -= take
-                    if spare[near] == 0:
-                        del spare[near]
-                replicas.append(tuple(cores))
+                    near = [x for x in spare if not same_chip or x // per_chip == k // per_chip]
+                    if not near:
+                        break
+                    x = min(near, key=lambda x: (abs(x - k), x))
+                    take = min(spare[x], u.ags - len(cores))
+                    cores += [x] * take
+                    spare[x] -= take
+                    if spare[x] == 0:
+                        del spare[x]
+        replicas = [tuple(cores) for cores in replicas]
         layers.append(LayerPlacement(layer.name, u.unfolding, c.replication, tuple(replicas)))
     return Mapping(model or instance.model, instance.target, instance.mode, engine,
                    (Partition(layer_order or tuple(x.name for x in instance.layers)),),

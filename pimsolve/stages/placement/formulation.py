@@ -23,6 +23,7 @@ from pimsolve.errors import InfeasibleError, InputError
 from pimsolve.solve.model import Expr, IntModel, Var, total
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
+    chip_crossings,
     need_windows,
     path_times,
     predict,
@@ -181,6 +182,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
     gbw = Fraction(1) / Fraction(instance.gm_bytes_per_ns).limit_denominator(10_000)
     travel_bytes: list[tuple[int, Expr]] = []
     saved_bytes: list[Expr] = []
+    windows: dict[tuple[int, int, int], tuple[Var, Var]] = {}  # (py, pr) per (l, u, k)
     for li, layer in enumerate(instance.layers):
         m = m_of[li]
         agb = budget(f"ag[{layer.name}]")
@@ -193,6 +195,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
                 py = model.product(y[li, ui, k], m, f"Py[{layer.name},{u.unfolding},{k}]")
                 pr = model.product(rho[li, ui, k], m, f"Pr[{layer.name},{u.unfolding},{k}]")
                 pe = model.product(ell[li, ui, k], m, f"Pe[{layer.name},{u.unfolding},{k}]")
+                windows[li, ui, k] = py, pr
                 away = pr * u.ags - pe
                 came = py - pe
                 budget(f"issue[{k}]").add(_ticks(u.issue_ns), py)
@@ -234,6 +237,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
                         budget(f"serial[{k}]").add(
                             (_ticks(layer.input_bytes) + _ticks(layer.store_bytes)) * link, pr)
     budgets.update(_aggregate_cuts(instance, z))
+    crossings = _chip_crossings(model, instance, z, picks, windows, budget("offchip"))
     if ht:
         for k in range(K):
             budget(f"vfu[{k}]").constant += _ticks(instance.vector_core_ns["vfu"])
@@ -245,8 +249,74 @@ def build_model(instance: PlacementInstance, objective: str, *,
         b.bound(model, time, name)
     model.upper[time.index] = _time_upper(model, budgets)
 
-    energy = _objective(model, instance, objective, z, time, travel_bytes, saved_bytes)
+    energy = _objective(model, instance, objective, z, time, travel_bytes, saved_bytes,
+                        crossings)
     return PlacementModel(model, instance, objective, z, y, rho, ell, shared, time, energy)
+
+
+def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, windows,
+                    offchip: _Budget) -> list[tuple[Fraction, Expr]]:
+    """Several chips: T >= (bytes over the off-chip link) / its bandwidth, the bytes at least
+
+    * per layer, unfolding and chip c: o >= sum_{k in c} (Py - A_u Pr), AG-windows run on c
+      for replicas homed elsewhere, each with its input slice and partial sums;
+    * LL, per edge e: x >= phi_r (B_e - sum_c v_c / den_e) for the consumer's replication r,
+      v_c the overlap of chip c's producer and consumer window ranges (replicas take ranges
+      in core order, so chip c's range runs from the prefix sum of the chips before it):
+      v_c <= P_c, Q_c, P_{<=c} - Q_{<c}, Q_{<=c} - P_{<c} when g_c = 1, v_c = 0 when g_c = 0
+      (disjoint ranges).
+
+    Returns the (bytes per unit, variable) terms for the energy."""
+    if instance.offchip_bytes_per_ns is None:
+        return []
+    per_chip = instance.cores_per_chip
+    link = Fraction(1) / Fraction(instance.offchip_bytes_per_ns).limit_denominator(10_000)
+    terms: list[tuple[Fraction, Expr]] = []
+    homed: dict[tuple[int, int], Expr] = {}
+    for li, layer in enumerate(instance.layers):
+        used = _used_choices(layer, li, picks)
+        for chip in range(instance.chips):
+            cores = range(chip * per_chip, (chip + 1) * per_chip)
+            homed[li, chip] = total(windows[li, ui, k][1] for ui, _ in used for k in cores)
+            for ui, u in used:
+                excess = total(windows[li, ui, k][0] - windows[li, ui, k][1] * u.ags
+                               for k in cores)
+                o = model.var(0, max(0, model.bounds_of(excess)[1]),
+                              f"o[{layer.name},{u.unfolding},{chip}]")
+                model.add(o - excess, lo=0)
+                terms.append((Fraction(u.in_bytes + u.out_bytes), Expr.of(o)))
+    if instance.mode == "ll":
+        for e in instance.edges:
+            a, b, den = instance.edge_rates(e)
+            name = f"{instance.layers[e.producer].name}->{instance.layers[e.consumer].name}"
+            made = [homed[e.producer, chip] * a for chip in range(instance.chips)]
+            taken = [homed[e.consumer, chip] * b for chip in range(instance.chips)]
+            big = model.bounds_of(total(made))[1] + model.bounds_of(total(taken))[1]
+            shared = []
+            for chip in range(instance.chips):
+                # v <= max(0, min(P_c, Q_c, P_<=c - Q_<c, Q_<=c - P_<c)): g = 0 forces v = 0
+                v = model.var(0, max(0, min(model.bounds_of(made[chip])[1],
+                                            model.bounds_of(taken[chip])[1])),
+                              f"v[{name},{chip}]")
+                g = model.boolean(f"g[{name},{chip}]")
+                model.add(v - made[chip], hi=0)
+                model.add(v - taken[chip], hi=0)
+                model.add(v - g * big, hi=0)
+                for ours, theirs in ((made, taken), (taken, made)):
+                    model.add(v - total(ours[:chip + 1]) + total(theirs[:chip]) + g * big,
+                              hi=big)
+                shared.append(v)
+            options = [(ri, v) for (li, _, ri), v in z.items() if li == e.consumer]
+            phis = {ri: instance.fanout(e.consumer, ri) for ri, _ in options}
+            x = model.var(0, math.ceil(max(phis.values()) * e.nbytes), f"x[{name}]")
+            for ri, zv in options:  # x >= phi_r (B_e - sum_c v_c / den) where z_r = 1
+                k, q = phis[ri].numerator, phis[ri].denominator
+                most = k * e.nbytes * den
+                model.add(x * (den * q) + total(shared) * k - zv * most, lo=0)
+            terms.append((Fraction(1), Expr.of(x)))
+    for nbytes, v in terms:
+        offchip.add(_ticks(nbytes) * link, v)
+    return terms
 
 
 def build_master(instance: PlacementInstance, objective: str, *,
@@ -364,11 +434,11 @@ def _check_objective(objective: str) -> None:
 
 
 def _objective(model: IntModel, instance, objective: str, z, time: Var, travel,
-               saved) -> Var | None:
+               saved, crossings=()) -> Var | None:
     """Minimize T, E or E T; returns E when the objective needs it."""
     energy = None
     if objective in ("energy", "edp"):
-        energy = _energy(model, instance, z, travel, saved)
+        energy = _energy(model, instance, z, travel, saved, crossings)
     if objective == "energy":
         model.minimize(energy)
     elif objective == "edp":
@@ -410,7 +480,8 @@ def _aggregate_cuts(instance: PlacementInstance, z,
     the LP relaxation its strength and are the whole of the decomposition's master.
 
     * sums: over all K cores each per-core resource is at most K T, over the chips the shared
-      global memory at most (chips) T; a sum is linear in z (A_u r m_r AG-windows, r m_r
+      global memory at most (chips) T, the off-chip link's AGs forced off their chip at most
+      T; a sum is linear in z (A_u r m_r AG-windows, r m_r
       replica-windows, r lam_r load bytes; an AG whose replica does not fit one core, at least
       A_u - floor(C / X_u) per replica, sends and receives partial sums);
     * floors, per layer: some core holds ceil(A_u r / K) of its AGs and ceil(r / K) of its
@@ -421,7 +492,9 @@ def _aggregate_cuts(instance: PlacementInstance, z,
     ht = instance.mode == "ht"
     gbw = Fraction(1) / Fraction(instance.gm_bytes_per_ns).limit_denominator(10_000)
     link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
-    names = ("issue", "vfu", "local", "gport", "gm", "net_in", "net_out", "serial")
+    offlink = (Fraction(1) / Fraction(instance.offchip_bytes_per_ns).limit_denominator(10_000)
+               if instance.offchip_bytes_per_ns is not None else Fraction(0))
+    names = ("issue", "vfu", "local", "gport", "gm", "net_in", "net_out", "serial", "offchip")
     sums: dict[str, _Budget] = {name: _Budget() for name in names}
     floors = {li: _Budget() for li in range(len(instance.layers))}
     vfu0 = _ticks(instance.vector_core_ns["vfu"]) if ht else Fraction(0)
@@ -460,6 +533,9 @@ def _aggregate_cuts(instance: PlacementInstance, z,
             if not ht:
                 sums["serial"].add((_ticks(layer.input_bytes) + _ticks(layer.store_bytes))
                                    * link * r * m, v)
+        if instance.offchip_bytes_per_ns is not None:
+            sums["offchip"].add(_ticks(u.in_bytes + u.out_bytes) * offlink * r * m
+                                * _forced_remote(u, C * instance.cores_per_chip), v)
         floor = max(_ticks(u.ag_ns) * m,
                     (_ticks(u.issue_ns) * m + home_in + home_out) * most_homes
                     if instance.sync else 0,
@@ -474,7 +550,7 @@ def _aggregate_cuts(instance: PlacementInstance, z,
     sums["gm"].constant += gport0 * K
     out = {}
     for name, b in sums.items():
-        share = chips if name == "gm" else K
+        share = {"gm": chips, "offchip": 1}.get(name, K)
         b.terms = [(c / share, e) for c, e in b.terms]
         b.constant /= share
         out[f"all_{name}"] = b
@@ -523,9 +599,10 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget) -> N
 
 
 def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes,
-            saved_bytes) -> Var:
+            saved_bytes, crossings=()) -> Var:
     """E (in ENERGY_UNIT_PJ, rounded up per term) = constant + per-choice + traffic, less the
-    loads co-located replicas share (``saved_bytes``, HT)."""
+    loads co-located replicas share (``saved_bytes``, HT); a byte over the off-chip link costs
+    its energy instead of a hop's (``crossings``)."""
     terms: list[tuple[Fraction, Expr]] = []
     unit = Fraction(ENERGY_UNIT_PJ)
     for li, layer in enumerate(instance.layers):
@@ -546,6 +623,8 @@ def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes,
         terms.append((hop * nbytes / unit, away))
     gm = Fraction(instance.gm_pj_per_byte).limit_denominator(1000)
     terms += [(gm / unit, Expr.of(e)) for e in saved_bytes]
+    extra = (Fraction(instance.offchip_pj_per_byte).limit_denominator(1000) - hop) / unit
+    terms += [(extra * nbytes, e) for nbytes, e in crossings]
     constant = Fraction(instance.constant_energy_pj).limit_denominator(1000) / unit
     den = math.lcm(*(c.denominator for c, _ in terms), constant.denominator)
     body = total(e * int(c * den) for c, e in terms)
@@ -604,6 +683,20 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
                 hint[pm.y[li, ui, k]] = int(c.y[src]) if same else 0
                 hint[pm.rho[li, ui, k]] = int(c.rho[src]) if same else 0
                 hint[pm.ell[li, ui, k]] = int(c.ell[src]) if same else 0
+    crossings = chip_crossings(inst, counts)  # per chip: the reordering keeps them
+    for (li, chip), n in crossings.ag_windows.items():
+        layer = inst.layers[li]
+        name = f"o[{layer.name},{layer.choices[counts[li].choice].unfolding},{chip}]"
+        if name in names:
+            value[names[name]] = n
+    for ei, n in crossings.edge_bytes.items():
+        e = inst.edges[ei]
+        name = f"{inst.layers[e.producer].name}->{inst.layers[e.consumer].name}"
+        value[names[f"x[{name}]"]] = n
+        for chip in range(inst.chips):
+            v = crossings.edge_overlap[ei, chip]
+            value[names[f"v[{name},{chip}]"]] = v
+            value[names[f"g[{name},{chip}]"]] = int(v > 0)
     value.update({v.index: x for v, x in hint.items()})
     for p, x, y, _ in pm.model.products:
         if x in value and y in value:

@@ -13,7 +13,8 @@ and the bias on its vector unit, and stores or sends the output pixel. Symbols f
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import networkx as nx
 import numpy as np
@@ -104,6 +105,9 @@ class Edge:
     producer: int
     consumer: int
     fraction: float
+    nbytes: int = 0
+    """B_e: the edge's data per inference, the smaller of the producer's output and the
+    consumer's input (lam_{l,1}; a pool between them shrinks it)."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +145,30 @@ class PlacementInstance:
     sync: bool = False
     """Sync communication: a send and its recv block both cores until the data has arrived,
     so a core's transfers and its MVM issue slots add up (resource ``serial``)."""
+    offchip_bytes_per_ns: float | None = None
+    """The off-chip link all chips share (None on one chip): resource ``offchip``."""
+    offchip_pj_per_byte: float = 0.0
+
+    @property
+    def chips(self) -> int:
+        return self.cores // self.cores_per_chip
+
+    def edge_rates(self, edge: Edge) -> tuple[int, int, int]:
+        """(a_e, b_e, den_e): B_e per producer and per consumer window in 1/den_e bytes
+        (rounded to 1/64 byte). Replicas take window ranges in core order, so chip c makes the
+        edge's data in the range a_e times the producer replica-windows on chips before it up
+        to those on c, and takes it in the like range of the consumer's."""
+        a, b = (Fraction(edge.nbytes, self.layers[i].windows).limit_denominator(64)
+                for i in (edge.producer, edge.consumer))
+        den = math.lcm(a.denominator, b.denominator)
+        return int(a * den), int(b * den), den
+
+    def fanout(self, layer: int, ri: int) -> Fraction:
+        """phi_{l,r}: r lam_{l,r} / lam_{l,1} (to 1/16), how many times over the r replicas of
+        layer l receive their input in all: the rows neighbouring ranges share go to each."""
+        lay = self.layers[layer]
+        r = lay.replications[ri]
+        return Fraction(r * lay.load_bytes[ri], lay.load_bytes[0]).limit_denominator(16)
 
     def replica_bytes(self, layer: int, choice: int) -> int:
         """mu^h_l + A_u mu^a_u: local memory of one replica whose AGs all sit at home."""
@@ -246,6 +274,9 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
                                      _home_bytes(geo, graph.layer(m.layer).kind, eb),
                                      overlap))
     edges, depth = _pipeline(graph, [p.name for p in layers])
+    edges = tuple(replace(e, nbytes=math.floor(min(
+        layers[e.producer].windows * layers[e.producer].store_bytes,
+        layers[e.consumer].load_bytes[0]))) for e in edges)
     vec_ns = sum(math.ceil(v.ops / vu.lanes) * vu.op_latency_ns for v in workload.vector_layers)
     vec_bytes = sum(v.input_bytes + v.output_bytes for v in workload.vector_layers
                     if v.kind == "vector")
@@ -272,7 +303,10 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
         net_pj_per_byte_hop=chip.interconnect.energy_pj_per_byte_hop,
         constant_energy_pj=constant, max_layers_per_core=max_layers_per_core,
         local_memory_bytes=memory - reserve, vector_reserve_bytes=reserve,
-        sync=chip.interconnect.communication == "sync")
+        sync=chip.interconnect.communication == "sync",
+        offchip_bytes_per_ns=(target.off_chip.bandwidth_gb_per_s if target.chips > 1
+                              else None),
+        offchip_pj_per_byte=target.off_chip.energy_pj_per_byte if target.chips > 1 else 0.0)
 
 
 def _vector_reserve(graph: Graph, eb: float) -> int:

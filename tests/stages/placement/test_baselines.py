@@ -273,3 +273,20 @@ def test_homes_gives_valid_rho_and_ell(ags, y) -> None:
     assert rho.sum() * ags == y.sum()
     assert (ell <= y).all() and (ell <= ags * rho).all() and (ell >= rho).all()
     assert (ell >= y // ags * ags).all()  # whole replicas stay at home
+
+
+def test_pack_keeps_a_split_replica_on_one_chip() -> None:
+    """Two chips of two cores with 2 crossbars each; conv1's 3-AG replica needs two cores and
+    may use cores 1-3. Core 1 (chip 0) has the most room, but its chip holds only two of the
+    AGs: pack homes the replica on chip 1 instead, so nothing crosses the off-chip link."""
+    target = small_target(2, 2).model_copy(update={
+        "chips": 2, "off_chip": load_target("arch-c").off_chip})
+    graph = load_onnx(tiny_cnn())
+    inst = build_instance(graph, lower(graph, target), target, "ht")
+    assert inst.chips == 2 and inst.offchip_bytes_per_ns is not None
+    choices = [[u.ags for u in layer.choices].index(n) for layer, n in
+               zip(inst.layers, (3, 1, 1), strict=True)]
+    counts = pack(inst, choices, [1, 1, 1], cores=[[1, 2, 3], range(4), range(4)])
+    assert counts is not None and check_counts(inst, counts) is None
+    assert counts[0].y.tolist() == [0, 0, 2, 1]
+    assert predict(inst, counts).resources["offchip"] == 0.0

@@ -8,8 +8,10 @@ with ``evaluate.predict``, the function the model encodes.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from pimsolve.lowering import lower
 from pimsolve.solve.model import check_values, solve_model
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
+    chip_crossings,
     counts_of,
     decode,
     memory_per_core,
@@ -37,6 +40,9 @@ def instance(cores: int, crossbars: int, mode: str, chips: int = 1,
     data = load_target("isaac").model_dump()
     data.update(name=f"tiny-{cores}x{crossbars}")
     data["chip"]["cores"] = cores
+    if chips > 1:  # a slow link, so that crossing chips costs what the model can see
+        data.update(chips=chips, off_chip={"bandwidth_gb_per_s": 0.005, "latency_ns": 5,
+                                           "energy_pj_per_byte": 100})
     data["chip"]["interconnect"]["communication"] = communication
     if link_gb_per_s is not None:
         data["chip"]["interconnect"]["bandwidth_gb_per_s"] = link_gb_per_s
@@ -100,6 +106,77 @@ def test_exact_engines_find_the_brute_force_optimum(cores, crossbars, mode, engi
     assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1
     counts = decode_values(pm, values)
     assert predict(inst, counts).objective(objective) == pytest.approx(want, abs=0.01)
+
+
+@pytest.mark.parametrize(("chips", "crossbars", "mode"),
+                         [(2, 3, "ht"), (2, 2, "ll"), (3, 2, "ll")])
+@pytest.mark.parametrize("engine", ["cpsat", "milp", "milp-highs"])
+def test_off_chip_link_is_exact(chips, crossbars, mode, engine):
+    """Chips of one core and a slow off-chip link: the brute force, which scores the link,
+    agrees; in LL the link is what bounds the optimum."""
+    inst = instance(1, crossbars, mode, chips=chips)
+    assert inst.offchip_bytes_per_ns == 0.005 and inst.cores == chips
+    objective = "throughput" if mode == "ht" else "latency"
+    want = brute_force(inst, objective)
+    if mode == "ll":
+        free = brute_force(dataclasses.replace(inst, offchip_bytes_per_ns=None), objective)
+        assert want > free
+    pm = build_model(inst, objective)
+    result, values = solve_model(pm.model, engine)
+    assert result.status.value == "optimal"
+    assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1
+    assert predict(inst, decode_values(pm, values)).objective(objective) == pytest.approx(
+        want, abs=0.01)
+
+
+def test_chip_crossings_by_hand():
+    """conv1 (3 AGs, 1 replica) homed on chip 0 with one AG on chip 1; conv2 and fc on
+    chip 1: 36 AG-windows cross, and all 576 bytes conv1 makes for conv2 (16 per window)."""
+    inst = instance(1, 3, "ll", chips=2)
+    conv1, conv2, fc = inst.layers
+    three = [u.ags for u in conv1.choices].index(3)
+    one = [u.ags for u in conv2.choices].index(1)
+    counts = [LayerCounts(three, 1, np.array([2, 1]), np.array([1, 0]), np.array([2, 0])),
+              LayerCounts(one, 1, np.array([0, 1]), np.array([0, 1]), np.array([0, 1])),
+              LayerCounts(0, 1, np.array([0, 1]), np.array([0, 1]), np.array([0, 1]))]
+    crossings = chip_crossings(inst, counts)
+    assert crossings.ag_windows == {(0, 0): 0, (0, 1): 36, (1, 0): 0, (1, 1): 0,
+                                    (2, 0): 0, (2, 1): 0}
+    assert inst.edge_rates(inst.edges[0]) == (16, 16, 1)  # 576 bytes over 36 windows each
+    assert inst.edge_rates(inst.edges[1]) == (4, 144, 9)  # 16 bytes: 4/9 per conv2 window
+    assert crossings.edge_bytes == {0: 576, 1: 0}
+    u = conv1.choices[three]
+    nbytes = 36 * (u.in_bytes + u.out_bytes) + 576
+    assert crossings.total_bytes(inst, counts) == nbytes
+    assert predict(inst, counts).resources["offchip"] == pytest.approx(nbytes / 0.005)
+    # decoding keeps to these counts: conv1's third AG is the only one off its chip
+    mapping = decode(inst, counts, engine="test")
+    assert mapping.layers[0].cores == ((0, 0, 1),)
+
+
+def test_edge_crossings_follow_the_window_ranges():
+    """Three chips: conv1's two replicas on chips 0 and 1 make windows [0, 18) and [18, 36),
+    conv2's on chips 1 and 2 take [0, 18) and [18, 36); chip 1 makes the second half and
+    takes the first, so all 576 bytes cross (moving shares alone would count 288), and each
+    of conv2's replicas reads 4 of the 6 input rows (fan-out 4/3): 768 bytes."""
+    inst = instance(1, 3, "ll", chips=3)
+    conv1, conv2, _ = inst.layers
+    two = [u.ags for u in conv1.choices].index(2)
+    one = [u.ags for u in conv2.choices].index(1)
+    counts = [LayerCounts(two, 2, np.array([2, 2, 0]), np.array([1, 1, 0]),
+                          np.array([2, 2, 0])),
+              LayerCounts(one, 2, np.array([0, 1, 1]), np.array([0, 1, 1]),
+                          np.array([0, 1, 1])),
+              LayerCounts(0, 1, np.array([0, 0, 1]), np.array([0, 0, 1]), np.array([0, 0, 1]))]
+    crossings = chip_crossings(inst, counts)
+    assert inst.fanout(1, conv2.replications.index(2)) == Fraction(4, 3)
+    assert crossings.edge_bytes[0] == 768
+    # conv2's second replica (chip 2) feeds fc on chip 2: half its 16 bytes stay
+    assert crossings.edge_bytes[1] == 8
+    # the same placement with conv2's replicas swapped to chips 0 and 1 shares everything
+    counts[1] = LayerCounts(one, 2, np.array([1, 1, 0]), np.array([1, 1, 0]),
+                            np.array([1, 1, 0]))
+    assert chip_crossings(inst, counts).edge_bytes[0] == 0
 
 
 @pytest.mark.parametrize("objective", ["energy"])
