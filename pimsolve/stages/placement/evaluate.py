@@ -222,7 +222,10 @@ def path_times(instance: PlacementInstance, counts: list[LayerCounts],
                duration: Callable[[int, int, int], float]) -> tuple[list, list]:
     """LL start and finish of each layer's windows under ``duration(layer, choice, n)``, the
     time of n windows: S_l >= S_p + d(p, min(f W_p, m_p)); F_l >= S_l + d(l, m_l);
-    F_l >= F_p + d(l, 1). The model counts the same recurrence in integer ticks."""
+    F_l >= F_p + d(l, 1); and where l has several replicas and its windows read the row
+    above them (halo), F_l >= S_p + d(p, m_p) + d(l, m_l): a replica starting mid-image
+    waits for that row, which the producer replica above makes last. The model counts the
+    same recurrence in integer ticks."""
     start = [0] * len(instance.layers)
     finish = [0] * len(instance.layers)
     for i, (layer, c) in enumerate(zip(instance.layers, counts, strict=True)):
@@ -235,6 +238,10 @@ def path_times(instance: PlacementInstance, counts: list[LayerCounts],
                        p.windows_per_replica(pc.replication))
             s = max(s, start[e.producer] + duration(e.producer, pc.choice, need))
             f = max(f, finish[e.producer] + duration(i, c.choice, 1))
+            if e.halo and c.replication > 1:
+                f = max(f, start[e.producer]
+                        + duration(e.producer, pc.choice, p.windows_per_replica(pc.replication))
+                        + duration(i, c.choice, layer.windows_per_replica(c.replication)))
         start[i] = s
         finish[i] = max(f, s + duration(i, c.choice, layer.windows_per_replica(c.replication)))
     return start, finish

@@ -569,7 +569,9 @@ def _time_upper(model: IntModel, budgets: dict[str, _Budget]) -> int:
 
 
 def _critical_path(model: IntModel, instance: PlacementInstance, z, budget) -> None:
-    """LL: S_l >= S_p + d_pl;  F_l >= S_l + tau_l;  F_l >= F_p + t_l;  T >= F_l."""
+    """LL: S_l >= S_p + d_pl;  F_l >= S_l + tau_l;  F_l >= F_p + t_l;  T >= F_l; and, where
+    l's windows read the row above them and l has several replicas, F_l >= S_p + tau_p + tau_l
+    (``evaluate.path_times``)."""
     n = len(instance.layers)
     horizon = 0
     tau, step, lag = {}, {}, {}
@@ -596,6 +598,13 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget) -> N
     for e in instance.edges:
         model.add(start[e.consumer] - start[e.producer] - lag[e.producer, e.consumer], lo=0)
         model.add(finish[e.consumer] - finish[e.producer] - step[e.consumer], lo=0)
+        if e.halo:  # F_l >= S_p + tau_p + tau_l unless l has one replica (z_{l,u,1})
+            single = total(v for (a, _, ri), v in z.items()
+                           if a == e.consumer and instance.layers[a].replications[ri] == 1)
+            big = model.bounds_of(tau[e.producer])[1] + model.bounds_of(tau[e.consumer])[1]
+            model.add(finish[e.consumer] - start[e.producer] - tau[e.producer]
+                      - tau[e.consumer] + single * big, lo=0,
+                      name=f"halo[{e.producer},{e.consumer}]")
 
 
 def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes,

@@ -105,6 +105,9 @@ class Edge:
     producer: int
     consumer: int
     fraction: float
+    halo: bool = False
+    """The consumer's windows read input rows above their own (a top pad): a replica that
+    starts mid-image waits for the producer's row above its range."""
     nbytes: int = 0
     """B_e: the edge's data per inference, the smaller of the producer's output and the
     consumer's input (lam_{l,1}; a pool between them shrinks it)."""
@@ -385,6 +388,7 @@ def _pipeline(graph: Graph, mvm_names: list[str]) -> tuple[tuple[Edge, ...], int
     for name in mvm_names:
         layer = graph.layer(name)
         geo = layer.mvm
+        halo = layer.kind is not LayerKind.GEMM and geo.pads[0] > 0
         if layer.kind is LayerKind.GEMM:
             fraction = 1.0
         else:
@@ -398,7 +402,7 @@ def _pipeline(graph: Graph, mvm_names: list[str]) -> tuple[tuple[Edge, ...], int
                 continue
             seen.add(p)
             if p in index:
-                edges.append(Edge(index[p], index[name], fraction))
+                edges.append(Edge(index[p], index[name], fraction, halo))
             else:
                 stack.extend(dag.predecessors(p))
     return tuple(sorted(set(edges), key=lambda e: (e.consumer, e.producer))), depth

@@ -25,6 +25,7 @@ from pimsolve.stages.placement.evaluate import (
     counts_of,
     decode,
     memory_per_core,
+    path_times,
     predict,
 )
 from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_model, decode_values
@@ -227,3 +228,34 @@ def test_replication_is_exact_not_approximated():
         m = next(i for i, n in enumerate(pm.model.names) if n == f"m[{layer.name}]")
         (_, _, ri), = [k for k, v in pm.z.items() if k[0] == li and values[v.index]]
         assert values[m] == -(-layer.windows // layer.replications[ri])
+
+
+def test_a_replicated_consumer_waits_for_the_row_above_its_range():
+    """conv2 (pad 1) in two replicas: the second starts mid-image and its first window reads
+    the row above, which conv1's only replica makes at the end of its first half; with conv1
+    in two replicas, at the very end of replica 0. The path counts the latter case as
+    F_conv2 >= S_conv1 + t_conv1 m_conv1 + t_conv2 m_conv2."""
+    inst = instance(1, 3, "ll", chips=3)
+    edge = inst.edges[0]
+    assert (edge.producer, edge.consumer, edge.halo) == (0, 1, True)
+    assert not inst.edges[1].halo  # fc has no rows
+    conv1, conv2, _ = inst.layers
+    two = [u.ags for u in conv1.choices].index(2)
+    one = [u.ags for u in conv2.choices].index(1)
+
+    def counts(r1: int, r2: int) -> list[LayerCounts]:
+        y1, y2 = np.array([2 * r1, 0, 0]), np.array([0, r2, 0])
+        return [LayerCounts(two, r1, y1, np.array([r1, 0, 0]), y1),
+                LayerCounts(one, r2, y2, np.array([0, r2, 0]), y2),
+                LayerCounts(0, 1, np.array([0, 0, 1]), np.array([0, 0, 1]),
+                            np.array([0, 0, 1]))]
+
+    def finish(r1: int, r2: int) -> float:
+        _, end = path_times(inst, counts(r1, r2), lambda i, c, n: 10.0 * n)
+        return end[1]
+
+    start, _ = path_times(inst, counts(2, 2), lambda i, c, n: 10.0 * n)
+    assert start[0] == 0
+    assert finish(2, 2) == 10.0 * 18 + 10.0 * 18  # conv1's replica 0, then conv2's
+    # one replica: it starts once conv1 made the 2 rows (12 windows) its first window reads
+    assert finish(2, 1) == 10.0 * 12 + 10.0 * 36
