@@ -87,9 +87,10 @@ class _Worker:
 
 class _Clock:
     """Estimated times of the LL list scheduler (ns): when each worker's array groups, each
-    core's MVM issue, vector unit and network ports are next free, and (sync communication)
-    until when a transfer blocks its two cores. Orders emission only; the simulator is the
-    judge of the real times."""
+    core's MVM issue, vector unit and network ports are next free, (sync communication)
+    until when a transfer blocks its two cores, and (in-order cores) when the core's last
+    emitted instruction starts, before which no later one can. Orders emission only; the
+    simulator is the judge of the real times."""
 
     def __init__(self, target: CrossbarTarget, slots: list[ArrayGroupSlot]) -> None:
         self.target, self.slots = target, slots
@@ -100,6 +101,11 @@ class _Clock:
         self.byte = target.numerics.activation_bits / 8
         self.link = target.chip.interconnect.bandwidth_gb_per_s
         self.sync = target.chip.interconnect.communication == "sync"
+        self.in_order = target.core.execution == "in_order"
+        self.last = [0.0] * n
+
+    def _after_last(self, core: int, t: float) -> float:
+        return max(t, self.last[core]) if self.in_order else t
 
     def free(self, w: _Worker, now: float) -> float:
         """The earliest the worker can start its next task."""
@@ -109,16 +115,18 @@ class _Clock:
         """Book one task of ``w`` ready at ``ready``; the time its output is on its core."""
         xbar, vec = self.target.crossbar, self.target.core.vector_unit
         c = w.core
-        ready = max(ready, self.fence[c])
+        ready = self._after_last(c, max(ready, self.fence[c]))
         add = vec.op_latency_ns * math.ceil(w.tasks_of.channels / vec.lanes)
         if w.tasks_of.kind != "mvm":
             start = max(ready, self.vfu[c])
             self.vfu[c] = start + max(1, inputs) * add
             self.busy[id(w)] = self.vfu[c]
+            self.last[c] = self.vfu[c] - add
             return self.vfu[c]
         blocks = [math.ceil(self.slots[s].rows / xbar.parallel_rows) for s in w.slots]
         start = max(ready, self.issue[c])
         self.issue[c] = start + sum(blocks) * self.target.core.mvm_issue_interval_ns
+        self.last[c] = self.issue[c] - self.target.core.mvm_issue_interval_ns
         compute = max(blocks) * xbar.mvm_latency_ns
         self.busy[id(w)] = start + compute
         remote = [self.slots[s] for s in w.slots if self.slots[s].core != c]
@@ -127,13 +135,16 @@ class _Clock:
 
     def send(self, src: int, dst: int, elements: int, ready: float) -> float:
         """Book one transfer; the time it has arrived (the receiver takes them in order)."""
-        start = max(ready, self.tx[src])
-        if self.sync:
-            start = max(start, self.fence[src], self.fence[dst])
+        start = self._after_last(src, max(ready, self.tx[src]))
+        if self.sync:  # the receiver must reach its recv too
+            start = self._after_last(dst, max(start, self.fence[src], self.fence[dst]))
         self.tx[src] = start + elements * self.byte / self.link
         self.rx[dst] = max(self.tx[src], self.rx[dst])
         if self.sync:
             self.fence[src] = self.fence[dst] = self.rx[dst]
+        if self.in_order:
+            self.last[src] = start
+            self.last[dst] = max(self.last[dst], start if self.sync else self.rx[dst])
         return self.rx[dst]
 
 

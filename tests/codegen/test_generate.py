@@ -4,6 +4,8 @@ windows of split replicas and keeps received pixels within local memory."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -11,7 +13,7 @@ from onnx import helper
 import pimsolve.codegen.generate as generate_module
 from pimsolve.api import PlacementSettings, functional_check, inspect_model, load_target, map_model
 from pimsolve.codegen.generate import CodegenOptions, generate
-from pimsolve.ir.program import Op
+from pimsolve.ir.program import ArrayGroupSlot, Op
 from pimsolve.simulate.checks import verify
 from pimsolve.simulate.simulator import run
 from pimsolve.stages.placement.evaluate import LayerCounts, counts_of, decode
@@ -181,3 +183,20 @@ def test_received_pixels_wait_for_room(monkeypatch) -> None:
     assert {v.core for v in flooded.violations} == {8}
     assert held.passed
     assert held_ns <= flooded_ns
+
+
+@pytest.mark.parametrize(("target", "in_order"), [("puma", True), ("isaac", False)])
+def test_ll_clock_keeps_an_in_order_core_in_program_order(target: str, in_order: bool) -> None:
+    """An MVM task of three row blocks emitted on core 0 holds core 0's issue for three
+    intervals; on an in-order core (PUMA) a send emitted after it starts no earlier than its
+    last MVM, on an out-of-order one (ISAAC) at once."""
+    t = load_target(target)
+    rows = 3 * t.crossbar.parallel_rows
+    slot = ArrayGroupSlot("conv", 0, 0, 0, 0, 0, rows, 8, 1)
+    clock = generate_module._Clock(t, [slot])
+    worker = SimpleNamespace(core=0, slots=[0], tasks_of=SimpleNamespace(kind="mvm", channels=8))
+    clock.run(worker, 1, 0.0)
+    arrived = clock.send(0, 1, 64, 0.0)
+    link = 64 * t.numerics.activation_bits / 8 / t.chip.interconnect.bandwidth_gb_per_s
+    first = 2 * t.core.mvm_issue_interval_ns if in_order else 0.0
+    assert arrived == pytest.approx(first + link)
