@@ -98,24 +98,14 @@ def write(rows: list[dict], engines: list[str], name: str) -> None:
     lines += ["", "Geomean speedup of CP-SAT over each engine (HT: throughput ratio, LL: latency "
               "ratio; rows where both ran):", "", "| engine | rows | geomean | CP-SAT worse in |",
               "|---|---|---|---|"]
+    pairs = list(_versus_cpsat(rows))
     for engine in engines:
-        if engine == "cpsat":
-            continue
-        ratios, worse = [], 0
-        for r in rows:
-            if r["engine"] != engine or r.get("error"):
-                continue
-            c = next((x for x in rows if x["engine"] == "cpsat" and not x.get("error") and all(
-                x[k] == r[k] for k in ("model", "target", "mode"))), None)
-            if c is None:
-                continue
-            ratio = (c["value"] / r["value"]) if r["mode"] == "ht" else (r["value"] / c["value"])
-            ratios.append(ratio)
-            worse += ratio < 0.999
+        ratios = [ratio for r, _, ratio in pairs if r["engine"] == engine]
+        worse = sum(ratio < 0.999 for ratio in ratios)
         if ratios:
             g = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
             lines.append(f"| {engine} | {len(ratios)} | {g:.3f} | {worse} |")
-    lines += _exceptions(rows)
+    lines += _exceptions(pairs)
     errs = [abs(r["prediction_error"]) for r in rows if r.get("prediction_error") is not None]
     if errs:
         errs.sort()
@@ -125,24 +115,29 @@ def write(rows: list[dict], engines: list[str], name: str) -> None:
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
-
-
-def _exceptions(rows: list[dict]) -> list[str]:
-    """Rows where another engine simulates better than CP-SAT, with both predictions."""
-    out = []
+def _versus_cpsat(rows: list[dict]):
+    """(row, CP-SAT's row of the same model, target and mode, CP-SAT's speedup over the row:
+    HT throughput ratio, LL latency ratio) for every other engine's row where both ran."""
     for r in rows:
         if r["engine"] == "cpsat" or r.get("error"):
             continue
         c = next((x for x in rows if x["engine"] == "cpsat" and not x.get("error") and all(
             x[k] == r[k] for k in ("model", "target", "mode"))), None)
-        if c is None:
-            continue
-        ratio = (c["value"] / r["value"]) if r["mode"] == "ht" else (r["value"] / c["value"])
+        if c is not None:
+            ratio = (c["value"] / r["value"]) if r["mode"] == "ht" else (r["value"] / c["value"])
+            yield r, c, ratio
+
+
+def _exceptions(pairs: list[tuple[dict, dict, float]]) -> list[str]:
+    """Rows where another engine simulates better than CP-SAT, with both predictions."""
+    out = []
+    for r, c, ratio in pairs:
         if ratio >= 0.999:
             continue
         ahead = c["predicted"] <= r["predicted"] * (1 + 1e-9)
         why = ("the model ranks CP-SAT's placement ahead: fidelity" if ahead else
-               f"the model ranks it behind: not reached (gap {c['gap']:.1%})")
+               "the model ranks it behind: not reached (gap "
+               + (f"{c['gap']:.1%})" if c.get("gap") is not None else "unknown)"))
         out.append(f"| {r['model']} | {r['target']} | {r['mode']} | {r['engine']} | "
                    f"{ratio:.3f} | {c['predicted']:.4g} | {r['predicted']:.4g} | {why} |")
     if not out:

@@ -256,7 +256,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
 
 def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, windows,
                     offchip: _Budget) -> list[tuple[Fraction, Expr]]:
-    """Several chips: T >= (bytes over the off-chip link) / its bandwidth, the bytes at least
+    """Several chips: T >= (bytes over the off-chip link) / its bandwidth, the bytes counted as
 
     * per layer, unfolding and chip c: o >= sum_{k in c} (Py - A_u Pr), AG-windows run on c
       for replicas homed elsewhere, each with its input slice and partial sums;
@@ -266,7 +266,9 @@ def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, wind
       v_c <= P_c, Q_c, P_{<=c} - Q_{<c}, Q_{<=c} - P_{<c} when g_c = 1, v_c = 0 when g_c = 0
       (disjoint ranges).
 
-    Returns the (bytes per unit, variable) terms for the energy."""
+    The first is a lower bound on what codegen sends; the second an estimate (phi spreads
+    the rows replicas share evenly). Returns the (bytes per unit, variable) terms for the
+    energy."""
     if instance.offchip_bytes_per_ns is None:
         return []
     per_chip = instance.cores_per_chip
