@@ -15,7 +15,9 @@ instead of waiting on each other.
 
 from __future__ import annotations
 
+import math
 from collections import deque
+from collections.abc import Callable
 
 from pimsolve.ir.program import CoreStream, Op, unit_of
 
@@ -60,23 +62,101 @@ class CoreEmitter:
         self.peak = 0
         self.live = 0
         """Elements of the slots in use (allocated and not freed)."""
+        self.limit: float = math.inf
+        """Local memory (elements) that new allocations should stay within."""
+        self.on_full: Callable[[CoreEmitter, int], bool] | None = None
+        """Called when an allocation of the given size would pass ``limit``: frees a slot
+        of at least that size (True) or cannot (False)."""
 
     def alloc(self, size: int) -> Buffer:
         """A buffer of ``size`` elements in a freed slot of ``size`` to ``2 size`` elements
-        if one is spare, else in new memory."""
-        fits = [s for s, pool in self._free.items()
-                if size <= s <= 2 * size and len(pool) > self.spares(s)]
-        if fits:
-            buf = self._free[min(fits)].popleft()
-            buf.refill()
-            buf.size = size
-            self.live += buf.slot
+        if one is spare, else in new memory. New memory past ``limit`` is the last resort:
+        first any larger freed slot, then (``on_full``) a slot the caller frees by spilling,
+        even one kept spare."""
+        buf = self._reuse(size, 2 * size, self.spares)
+        if buf is None and self.top + size > self.limit:
+            buf = self._reuse(size, self.limit, self.spares) or self._coalesce(size)
+            while buf is None and self.on_full is not None and self.on_full(self, size):
+                buf = self._reuse(size, self.limit, lambda s: 0) or self._coalesce(size)
+        if buf is not None:
             return buf
         buf = Buffer(self.top, size)
         self.top += size
         self.live += size
         self.peak = max(self.peak, self.top)
         return buf
+
+    def _reuse(self, size: int, largest: float, spares: Callable[[int], int]) -> Buffer | None:
+        """The oldest freed buffer of the smallest slot in ``[size, largest]`` that has more
+        than ``spares(slot)`` freed, or None."""
+        fits = [s for s, pool in self._free.items()
+                if size <= s <= largest and len(pool) > spares(s)]
+        if not fits:
+            return None
+        buf = self._free[min(fits)].popleft()
+        buf.refill()
+        buf.size = size
+        self.live += buf.slot
+        return buf
+
+    def _runs(self, size: int, movable: list[Buffer]) -> list[list[Buffer]]:
+        """Runs of address-adjacent buffers, freed or ``movable``, of at least ``size``
+        elements in all, each as short as it can be; the unused memory from ``top`` to
+        ``limit`` counts as a last, free buffer."""
+        end = Buffer(self.top, -1)  # size -1 marks the unused memory
+        end.slot = max(0, int(min(self.limit, 2**62) - self.top))
+        pieces = sorted([b for pool in self._free.values() for b in pool] + movable
+                        + ([end] if end.slot else []), key=lambda b: b.addr)
+        runs: list[list[Buffer]] = []
+        run: list[Buffer] = []
+        total = 0
+        for b in pieces:
+            if run and run[-1].addr + run[-1].slot != b.addr:
+                run, total = [], 0
+            run.append(b)
+            total += b.slot
+            while total - run[0].slot >= size:
+                total -= run.pop(0).slot
+            if total >= size:
+                runs.append(list(run))
+        return runs
+
+    def _coalesce(self, size: int) -> Buffer | None:
+        """Adjacent freed slots (and unused memory up to ``limit`` after the last) merged
+        into one buffer of at least ``size`` elements; its writes wait for every earlier
+        access of each part."""
+        runs = self._runs(size, [])
+        if not runs:
+            return None
+        run = runs[0]
+        merged = Buffer(run[0].addr, size)
+        merged.slot = 0
+        for b in run:
+            if b.size < 0:  # the unused memory: grow top
+                grow = size - merged.slot
+                self.top += grow
+                self.peak = max(self.peak, self.top)
+                merged.slot += grow
+                continue
+            self._free[b.slot].remove(b)
+            b.refill()
+            for unit, i in b.war.items():
+                if merged.war.get(unit, -1) < i:
+                    merged.war[unit] = i
+            merged.slot += b.slot
+        self.live += merged.slot
+        return merged
+
+    def cheapest_room(self, size: int, movable: list[Buffer]) -> list[Buffer]:
+        """The fewest of ``movable`` (buffers the caller could free) whose freeing leaves
+        ``size`` adjacent elements free; empty if none does."""
+        best: list[Buffer] = []
+        ids = {id(b) for b in movable}
+        for run in self._runs(size, movable):
+            moved = [b for b in run if id(b) in ids]
+            if moved and (not best or len(moved) < len(best)):
+                best = moved
+        return best
 
     def free(self, buf: Buffer) -> None:
         """Return ``buf``; a later allocation of its slot's size, or of down to half of it,

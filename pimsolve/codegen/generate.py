@@ -68,6 +68,10 @@ class CodegenOptions:
     PIMCOMP's passes with batched sends ('passes', Alg. 2 as published)."""
     flush_at: int = 32
     """LL 'passes': send requests queued before they are emitted together."""
+    ll_spill: bool = True
+    """LL mode: when a core's local memory is full, store the pixel it received or made
+    last (and still holds for a later task or send) to global memory and load it back when
+    it is needed, instead of allocating past the local memory."""
 
 
 @dataclass(eq=False)
@@ -166,6 +170,8 @@ class _Generator:
         self.replicas: dict[str, list[list[int]]] = {}
         self._place(workload, mapping)
         self.bias: dict[tuple[str, int], Buffer] = {}
+        self.global_top = self.layout.global_elements
+        """End of the global memory used: the layout's tensors, then LL spills."""
 
     # ---- array groups --------------------------------------------------------------------
     def _place(self, workload: Workload, mapping: Mapping) -> None:
@@ -551,6 +557,18 @@ class _Generator:
                 remote = len(cores - {home})
                 self.refs[(home, key)] = self.refs.get((home, key), 0) + remote
         self.present: dict[tuple[int, Key], Buffer] = {}
+        self.kept: list[dict[Key, None]] = [{} for _ in range(self.cores)]
+        """Per core, the keys in ``present`` in the order they came."""
+        self.spilled: dict[tuple[int, Key], int] = {}
+        """Pixels a core stored to global memory to make room, and their sizes."""
+        self.spill_address: dict[Key, int] = {}
+        self.pinned: set[tuple[int, Key]] = set()
+        """Pixels the instructions being emitted read (fetched and not yet released by a
+        pool's last read): never spilled."""
+        if self.options.ll_spill:
+            limit = self.target.core.local_memory.elements(self.target.numerics.activation_bits)
+            for em in self.em:
+                em.limit, em.on_full = limit, self._spill
         self.queue: list[tuple[Key, int, int]] = []
         self.consumers = consumers
         if self.options.ll_order == "timed":
@@ -568,7 +586,7 @@ class _Generator:
             for workers in layers:
                 for w in workers:
                     if w.next < len(w.tasks) and all(
-                            k[0] in inputs or (w.core, k) in self.present
+                            k[0] in inputs or self._has(w.core, k)
                             for k in w.sources[w.next]):
                         self._ll_task(w, outputs)
                         remaining -= 1
@@ -622,7 +640,7 @@ class _Generator:
             for key in w.sources[w.next]:
                 if key[0] in inputs:
                     continue
-                if (w.core, key) not in self.present:
+                if not self._has(w.core, key):
                     waiting.setdefault((w.core, key), []).append(w)
                     return
                 ready = max(ready, arrived.get((w.core, key), 0.0))
@@ -662,7 +680,7 @@ class _Generator:
                 self._ll_finish(w, *issued, outputs)
                 remaining -= 1
                 key = (w.tasks_of.output, issued[0])
-                if (w.core, key) in self.present:
+                if self._has(w.core, key):
                     landed(w.core, key, now)
                 for key, src, dst in self.queue:
                     offer(key, src, dst, now)
@@ -675,11 +693,70 @@ class _Generator:
         if remaining:
             raise RuntimeError("low-latency codegen made no progress (a cycle?)")
 
+    # ---- LL: pixels held on cores ---------------------------------------------------------
+    def _has(self, core: int, key: Key) -> bool:
+        return (core, key) in self.present or (core, key) in self.spilled
+
+    def _keep(self, core: int, key: Key, buf: Buffer) -> None:
+        self.present[(core, key)] = buf
+        self.kept[core][key] = None
+
+    def _drop(self, core: int, key: Key) -> Buffer:
+        del self.kept[core][key]
+        return self.present.pop((core, key))
+
+    def _fetch(self, core: int, key: Key) -> Buffer:
+        """Pixel ``key`` on ``core``, loaded from global memory if it is a graph input not
+        loaded yet or was spilled."""
+        buf = self.present.get((core, key))
+        if buf is not None:
+            return buf
+        size = self.spilled.pop((core, key), None)
+        if size is None:  # a graph input: straight from global memory
+            buf = self._load_pixel(core, key)
+        else:
+            em = self.em[core]
+            buf = em.alloc(size)
+            em.emit(Op.LOAD, 0, buf.addr, self.spill_address[key], 0, size, writes=(buf,))
+        self._keep(core, key, buf)
+        return buf
+
+    def _spill(self, em: CoreEmitter, size: int) -> bool:
+        """``on_full``: free a slot of at least ``size`` elements on ``em``'s core by storing
+        the pixel that came last among those not pinned (a graph input is just dropped: it
+        is in global memory already). The core's own global port runs in program order, so
+        the later load reads what this store wrote."""
+        core = em.core
+        movable = [k for k in reversed(self.kept[core]) if (core, k) not in self.pinned]
+        for key in movable:
+            if self.present[(core, key)].slot >= size:
+                self._store(core, key)
+                return True
+        by_buffer = {id(self.present[(core, k)]): k for k in movable}
+        room = em.cheapest_room(size, [self.present[(core, k)] for k in movable])
+        for buf in room:
+            self._store(core, by_buffer[id(buf)])
+        return bool(room)
+
+    def _store(self, core: int, key: Key) -> None:
+        """Spill pixel ``key`` of ``core`` to global memory and free its buffer."""
+        em, buf = self.em[core], self._drop(core, key)
+        if key[0] not in self.layout.inputs:
+            if key not in self.spill_address:
+                self.spill_address[key] = self.global_top
+                self.global_top += buf.size
+            em.emit(Op.STORE, 0, self.spill_address[key], buf.addr, 0, buf.size, reads=(buf,))
+            self.spilled[(core, key)] = buf.size
+        em.free(buf)
+
     def _release(self, core: int, key: Key) -> None:
         ref = (core, key)
         self.refs[ref] -= 1
         if self.refs[ref] == 0:
-            self.em[core].free(self.present.pop(ref))
+            if ref in self.present:
+                self.em[core].free(self._drop(core, key))
+            else:  # spilled, or a graph input dropped
+                self.spilled.pop(ref, None)
             del self.refs[ref]
 
     def _flush(self) -> None:
@@ -689,9 +766,11 @@ class _Generator:
 
     def _move(self, key: Key, src: int, dst: int) -> int:
         """Send pixel ``key`` from ``src`` to ``dst`` (where it is now present); its size."""
-        buf = self.present[(src, key)]
-        self.present[(dst, key)] = self._transfer(src, dst, buf, buf.size)
+        self.pinned = {(src, key)}
+        buf = self._fetch(src, key)
+        self._keep(dst, key, self._transfer(src, dst, buf, buf.size))
         self._release(src, key)
+        self.pinned = set()
         return buf.size
 
     def _ll_task(self, w: _Worker, outputs: set[str]) -> None:
@@ -701,15 +780,12 @@ class _Generator:
         """Emit the next task's inputs and MVMs; what ``_ll_finish`` needs to complete it."""
         task, keys = w.tasks[w.next], w.sources[w.next]
         w.next += 1
-
         def get(key: Key) -> Buffer:
-            ref = (w.core, key)
-            buf = self.present.get(ref)
-            if buf is None:  # a graph input: straight from global memory
-                buf = self.present[ref] = self._load_pixel(w.core, key)
-            return buf
+            self.pinned.add((w.core, key))
+            return self._fetch(w.core, key)
 
-        out, finish = self._run(w, task, get)
+        out, finish = self._run(w, task, get, lambda key: self.pinned.discard((w.core, key)))
+        self.pinned = set()
         return task, keys, out, finish
 
     def _ll_finish(self, w: _Worker, task: int, keys: list[Key], out: Buffer,
@@ -722,7 +798,7 @@ class _Generator:
             self._release(w.core, key)
         key = (w.tasks_of.output, task)
         ref = (w.core, key)
-        self.present[ref] = out
+        self._keep(w.core, key, out)
         cores = self.consumers.get(key, set())
         stored = w.tasks_of.output in outputs
         self.refs[ref] = self.refs.get(ref, 0) + (1 if stored else 0)
@@ -733,7 +809,7 @@ class _Generator:
         for dst in sorted(cores - {w.core}):
             self.queue.append((key, w.core, dst))
         if ref in self.refs and self.refs[ref] == 0:
-            em.free(self.present.pop(ref))
+            em.free(self._drop(w.core, key))
             del self.refs[ref]
 
     # ---- assembly ------------------------------------------------------------------------
@@ -756,7 +832,7 @@ class _Generator:
         return Program(self.graph.name, self.target.name, self.mode,
                        self.target.numerics.activation_bits,
                        tuple(e.stream() for e in self.em), tuple(self.slots), constants,
-                       self.layout.global_elements,
+                       self.global_top,
                        self._depth() if self.mode == "ht" else 1, tensors,
                        tuple(lt.layer.name for lt in self.tasks),
                        {lt.layer.name: lt.tasks for lt in self.tasks if lt.kind == "mvm"})

@@ -74,10 +74,12 @@ def execute(program: Program, blocks: Sequence[np.ndarray], memory: np.ndarray, 
     An HT program is one cycle of the batch pipeline, in which every layer works on another
     inference: tensors between layers are double-buffered, so a cycle's loads see global memory
     as the previous cycle left it. Running ``pipeline_depth`` cycles on a constant input leaves
-    that input's inference in the outputs.
+    that input's inference in the outputs. An LL program is one inference, whose loads see
+    global memory as it is (a core loading back what it spilled reads its own store).
     """
     for _ in range(cycles):
-        _cycle(program, blocks, memory, quantize, memory.copy())
+        _cycle(program, blocks, memory, quantize,
+               memory.copy() if program.mode == "ht" else memory)
     return memory
 
 

@@ -149,16 +149,15 @@ def two_convs(hw: int = 16, channels: int = 32):
          "w2": [channels, channels, 3, 3], "b2": [channels]})
 
 
-def test_received_pixels_wait_for_room(monkeypatch) -> None:
-    """conv1 (8 replicas) makes its 256 output pixels 8x faster than conv2 (1 replica, core 8)
-    takes them. Sent as soon as they are made, all 256 (8,192 elements) land in conv2's 16 KiB
-    (8,192 elements) of local memory; held at their producers while conv2's core is half full,
-    they fit, and conv2 is not slower for it."""
-    target = load_target("isaac")
+def _flooded_core(target_name: str = "isaac"):
+    """conv1 (8 replicas, cores 0-7) makes its 256 output pixels 8x faster than conv2
+    (1 replica, core 8) takes them; cores have 16 KiB (8,192 elements) of local memory."""
+    target = load_target(target_name)
     lm = target.core.local_memory.model_copy(update={"size_kib": 16})
     target = target.model_copy(update={"core": target.core.model_copy(
         update={"local_memory": lm})})
-    inspection = inspect_model(two_convs(), target=target)
+    model = two_convs()
+    inspection = inspect_model(model, target=target)
     instance = build_instance(inspection.graph, inspection.workload, target, "ll")
     counts, core = [], 0
     for layer, replication in zip(instance.layers, (8, 1), strict=True):
@@ -170,10 +169,38 @@ def test_received_pixels_wait_for_room(monkeypatch) -> None:
             rho[core] = 1
             core += 1
         counts.append(LayerCounts(choice, replication, y, rho, ell))
-    mapping = decode(instance, counts, engine="test")
+    return model, inspection, target, decode(instance, counts, engine="test")
+
+
+def _max_error(model, graph, program) -> float:
+    """Largest |program output - onnxruntime| over |onnxruntime|, seeded weights and inputs."""
+    from pimsolve.codegen.contents import crossbar_blocks, from_stored, global_image
+    from pimsolve.frontend.reference import reference_outputs, seeded_inputs
+    from pimsolve.frontend.weights import layer_weights
+    from pimsolve.simulate.execute import execute
+
+    weights = {k: (w.weight, w.bias) for k, w in layer_weights(model, graph, seed=0).items()}
+    inputs = seeded_inputs({t.name: t.shape for t in graph.inputs}, 0)
+    memory = global_image(program, inputs, weights)
+    execute(program, crossbar_blocks(graph, program, weights), memory)
+    worst = 0.0
+    for name, want in reference_outputs(model, inputs).items():
+        address, size = program.tensors[name]
+        want = np.asarray(want, dtype=np.float64)
+        got = from_stored(memory[address:address + size], want.shape)
+        worst = max(worst, float(np.abs(got - want).max() / np.abs(want).max()))
+    return worst
+
+
+def test_received_pixels_wait_for_room(monkeypatch) -> None:
+    """Sent as soon as they are made, conv1's 256 pixels (8,192 elements) land in conv2's
+    local memory; held at their producers while conv2's core is half full, they fit, and
+    conv2 is not slower for it (spilling off, so only the flow control keeps them in)."""
+    _, inspection, target, mapping = _flooded_core()
+    no_spill = CodegenOptions(ll_spill=False)
 
     def compiled():
-        program = generate(inspection.graph, inspection.workload, mapping, target)
+        program = generate(inspection.graph, inspection.workload, mapping, target, no_spill)
         return verify(program, target), run(program, target).makespan_ns
 
     held, held_ns = compiled()
@@ -183,6 +210,29 @@ def test_received_pixels_wait_for_room(monkeypatch) -> None:
     assert {v.core for v in flooded.violations} == {8}
     assert held.passed
     assert held_ns <= flooded_ns
+
+
+@pytest.mark.parametrize("target_name", ["isaac", "puma"])
+def test_a_full_core_spills_to_global_memory(monkeypatch, target_name: str) -> None:
+    """Flow control off, conv1's pixels flood conv2's core. Without spilling its buffers pass
+    the local memory; with it the core stores the pixels it got last to global memory and
+    loads them back when conv2 needs them: the program fits, only core 8 stores and loads
+    anything beyond the layout's tensors, and the output is still onnxruntime's."""
+    model, inspection, target, mapping = _flooded_core(target_name)
+    monkeypatch.setattr(generate_module, "LL_RECEIVE_SHARE", 1e9)
+    over = generate(inspection.graph, inspection.workload, mapping, target,
+                    CodegenOptions(ll_spill=False))
+    spilled = generate(inspection.graph, inspection.workload, mapping, target)
+    assert not verify(over, target).passed
+    assert verify(spilled, target).passed
+    assert spilled.global_elements > over.global_elements
+    for k, core in enumerate(spilled.cores):
+        code = core.code
+        stores = (code[:, 0] == Op.STORE) & (code[:, 2] >= over.global_elements)
+        loads = (code[:, 0] == Op.LOAD) & (code[:, 3] >= over.global_elements)
+        assert bool(stores.any() and loads.any()) is (k == 8)
+    assert _max_error(model, inspection.graph, spilled) < FLOAT_TOLERANCE
+    assert _max_error(model, inspection.graph, over) < FLOAT_TOLERANCE
 
 
 @pytest.mark.parametrize(("target", "in_order"), [("puma", True), ("isaac", False)])
