@@ -562,6 +562,8 @@ class _Generator:
         self.spilled: dict[tuple[int, Key], int] = {}
         """Pixels a core stored to global memory to make room, and their sizes."""
         self.spill_address: dict[Key, int] = {}
+        self.wanted: set[tuple[int, Key]] = set()
+        """(core, pixel): a task among the core's next ``LL_LOOKAHEAD`` reads the pixel."""
         self.pinned: set[tuple[int, Key]] = set()
         """Pixels the instructions being emitted read (fetched and not yet released by a
         pool's last read): never spilled."""
@@ -615,7 +617,7 @@ class _Generator:
         tag_of = {lt.output: i for i, lt in enumerate(self.tasks)}
         arrived: dict[tuple[int, Key], float] = {}
         waiting: dict[tuple[int, Key], list[_Worker]] = {}
-        wanted: set[tuple[int, Key]] = set()
+        wanted = self.wanted
         held: dict[int, dict[Key, tuple[int, float]]] = {}
         events: list[tuple[float, int, str, object]] = []
         order = itertools.count()
@@ -728,6 +730,7 @@ class _Generator:
         the later load reads what this store wrote."""
         core = em.core
         movable = [k for k in reversed(self.kept[core]) if (core, k) not in self.pinned]
+        movable.sort(key=lambda k: self._soon(core, k))
         for key in movable:
             if self.present[(core, key)].slot >= size:
                 self._store(core, key)
@@ -737,6 +740,13 @@ class _Generator:
         for buf in room:
             self._store(core, by_buffer[id(buf)])
         return bool(room)
+
+    def _soon(self, core: int, key: Key) -> bool:
+        """Whether a task among the next few of ``core``, or of a core ``key`` still goes
+        to, reads pixel ``key``."""
+        return (core, key) in self.wanted or any(
+            (d, key) in self.wanted and not self._has(d, key)
+            for d in self.consumers.get(key, ()) if d != core)
 
     def _store(self, core: int, key: Key) -> None:
         """Spill pixel ``key`` of ``core`` to global memory and free its buffer."""
