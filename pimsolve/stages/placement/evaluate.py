@@ -22,8 +22,8 @@ from pimsolve.ir.mapping import LayerPlacement, Mapping, Partition
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
-           "window_ns", "path_times", "need_windows", "memory_per_core", "ChipCrossings",
-           "chip_crossings"]
+           "window_ns", "path_times", "issue_floors", "need_windows", "memory_per_core",
+           "ChipCrossings", "chip_crossings"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
              "offchip", "path")
@@ -214,36 +214,58 @@ def window_ns(instance: PlacementInstance, layer_index: int, choice: int) -> flo
 def _critical_path(instance: PlacementInstance, counts: list[LayerCounts]) -> float:
     """LL latency: the last finish of ``path_times`` in ns."""
     _, finish = path_times(instance, counts,
-                           lambda i, choice, n: window_ns(instance, i, choice) * n)
+                           lambda i, choice, n: window_ns(instance, i, choice) * n,
+                           issue_floors(instance, counts))
     return max(finish, default=0.0)
 
 
+def issue_floors(instance: PlacementInstance, counts: list[LayerCounts],
+                 issue: Callable[[int, int], float] | None = None) -> list[float]:
+    """LL: per layer, the longest any core takes to issue the layer's MVMs, max_k t^is P^y
+    (``issue(layer, choice)`` per AG-window, default t^is in ns). A core issues one MVM
+    per interval, so the replicas of a layer that share a core share its issue slots: on
+    PUMA, where the interval is the whole MVM, two replicas on one core take twice as long."""
+    issue = issue or (lambda i, choice: instance.layers[i].choices[choice].issue_ns)
+    return [issue(i, c.choice) * int(np.max(c.y, initial=0))
+            * layer.windows_per_replica(c.replication)
+            for i, (layer, c) in enumerate(zip(instance.layers, counts, strict=True))]
+
+
 def path_times(instance: PlacementInstance, counts: list[LayerCounts],
-               duration: Callable[[int, int, int], float]) -> tuple[list, list]:
+               duration: Callable[[int, int, int], float],
+               floors: list[float] | None = None) -> tuple[list, list]:
     """LL start and finish of each layer's windows under ``duration(layer, choice, n)``, the
-    time of n windows: S_l >= S_p + d(p, min(f W_p, m_p)); F_l >= S_l + d(l, m_l);
-    F_l >= F_p + d(l, 1); and where l has several replicas and its windows read the row
-    above them (halo), F_l >= S_p + d(p, m_p) + d(l, m_l): a replica starting mid-image
-    waits for that row, which the producer replica above makes last. The model counts the
-    same recurrence in integer ticks."""
+    time of n windows, and the whole range of a layer's windows taking no less than its
+    ``floors`` (``issue_floors``), D_l = max(d(l, m_l), floor_l):
+    S_l >= S_p + d(p, n) for the n = min(f W_p, m_p) windows l's first window needs (D_p
+    if that is all of a replica's m_p); F_l >= S_l + D_l; F_l >= F_p + d(l, 1); and where
+    l has several replicas and its windows read the row above them (halo),
+    F_l >= S_p + D_p + D_l: a replica starting mid-image waits for that row, which the
+    producer replica above makes last. The model counts the same recurrence in integer
+    ticks."""
     start = [0] * len(instance.layers)
     finish = [0] * len(instance.layers)
-    for i, (layer, c) in enumerate(zip(instance.layers, counts, strict=True)):
+
+    def whole(i: int) -> float:
+        layer, c = instance.layers[i], counts[i]
+        d = duration(i, c.choice, layer.windows_per_replica(c.replication))
+        return max(d, floors[i]) if floors is not None else d
+
+    for i, c in enumerate(counts):
         s = f = 0
         for e in instance.edges:
             if e.consumer != i:
                 continue
             p, pc = instance.layers[e.producer], counts[e.producer]
-            need = min(need_windows(p.windows, e.fraction),
-                       p.windows_per_replica(pc.replication))
-            s = max(s, start[e.producer] + duration(e.producer, pc.choice, need))
+            m = p.windows_per_replica(pc.replication)
+            need = min(need_windows(p.windows, e.fraction), m)
+            s = max(s, start[e.producer] + (whole(e.producer) if need == m
+                                            else duration(e.producer, pc.choice, need)))
             f = max(f, finish[e.producer] + duration(i, c.choice, 1))
             if e.halo and c.replication > 1:
-                f = max(f, start[e.producer]
-                        + duration(e.producer, pc.choice, p.windows_per_replica(pc.replication))
-                        + duration(i, c.choice, layer.windows_per_replica(c.replication)))
+                f = max(f, start[e.producer] + whole(e.producer) + whole(i))
         start[i] = s
-        finish[i] = max(f, s + duration(i, c.choice, layer.windows_per_replica(c.replication)))
+        finish[i] = max(f, s + whole(i))
     return start, finish
 
 

@@ -24,6 +24,7 @@ from pimsolve.solve.model import Expr, IntModel, Var, total
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
     chip_crossings,
+    issue_floors,
     need_windows,
     path_times,
     predict,
@@ -244,7 +245,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
             budget(f"gport[{k}]").constant += _ticks(instance.vector_core_ns["gport"])
             budget(f"gm[{k // per_chip}]").constant += _ticks(instance.vector_core_ns["gport"])
     else:
-        _critical_path(model, instance, z, budget)
+        _critical_path(model, instance, z, budget, windows)
     for name, b in budgets.items():
         b.bound(model, time, name)
     model.upper[time.index] = _time_upper(model, budgets)
@@ -570,10 +571,14 @@ def _time_upper(model: IntModel, budgets: dict[str, _Budget]) -> int:
     return worst
 
 
-def _critical_path(model: IntModel, instance: PlacementInstance, z, budget) -> None:
-    """LL: S_l >= S_p + d_pl;  F_l >= S_l + tau_l;  F_l >= F_p + t_l;  T >= F_l; and, where
-    l's windows read the row above them and l has several replicas, F_l >= S_p + tau_p + tau_l
-    (``evaluate.path_times``)."""
+def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
+                   windows: dict | None = None) -> None:
+    """LL: S_l >= S_p + d_pl;  F_l >= S_l + D_l;  F_l >= F_p + t_l;  T >= F_l; and, where
+    l's windows read the row above them and l has several replicas, F_l >= S_p + D_p + D_l
+    (``evaluate.path_times``). D_l = tau_l, or with the placement (``windows``: P^y per
+    (l, u, k)) D_l >= tau_l and D_l >= t^is_u P^y_{l,u,k} for every core k: the replicas of l
+    on one core share its MVM issue slots (``evaluate.issue_floors``); then also
+    S_l >= S_p + D_p where l's first window needs all m_p windows of a replica of p."""
     n = len(instance.layers)
     horizon = 0
     tau, step, lag = {}, {}, {}
@@ -592,6 +597,20 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget) -> N
                           * min(need, p.windows_per_replica(p.replications[ri])))
             for (a, ui, ri), v in z.items() if a == e.producer)
         horizon += model.bounds_of(lag[e.producer, e.consumer])[1]
+    if windows is not None:
+        whole = {}
+        for li, layer in enumerate(instance.layers):
+            floors = {(ui, k): (math.ceil(_ticks(layer.choices[ui].issue_ns)), py)
+                      for (a, ui, k), (py, _) in windows.items() if a == li}
+            hi = max([model.bounds_of(tau[li])[1]]
+                     + [t * model.bounds_of(Expr.of(py))[1] for t, py in floors.values()])
+            horizon += hi - model.bounds_of(tau[li])[1]
+            whole[li] = Expr.of(model.var(0, hi, f"D[{layer.name}]"))
+            model.add(whole[li] - tau[li], lo=0)
+            for (ui, k), (t, py) in floors.items():
+                model.add(whole[li] - t * py, lo=0,
+                          name=f"issue_floor[{layer.name},{layer.choices[ui].unfolding},{k}]")
+        tau = whole
     start = [model.var(0, horizon, f"S[{x.name}]") for x in instance.layers]
     finish = [model.var(0, horizon, f"F[{x.name}]") for x in instance.layers]
     for li in range(n):
@@ -599,6 +618,14 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget) -> N
         budget(f"path[{li}]").add(Fraction(1), finish[li])
     for e in instance.edges:
         model.add(start[e.consumer] - start[e.producer] - lag[e.producer, e.consumer], lo=0)
+        if windows is not None:  # S_l >= S_p + D_p where l's first window needs all of m_p
+            p = instance.layers[e.producer]
+            need = need_windows(p.windows, e.fraction)
+            whole_range = total(v for (a, _, ri), v in z.items() if a == e.producer
+                                and need >= p.windows_per_replica(p.replications[ri]))
+            big = model.bounds_of(tau[e.producer])[1]
+            model.add(start[e.consumer] - start[e.producer] - tau[e.producer]
+                      - whole_range * big, lo=-big, name=f"lag[{e.producer},{e.consumer}]")
         model.add(finish[e.consumer] - finish[e.producer] - step[e.consumer], lo=0)
         if e.halo:  # F_l >= S_p + tau_p + tau_l unless l has one replica (z_{l,u,1})
             single = total(v for (a, _, ri), v in z.items()
@@ -717,11 +744,19 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
     # T: the placement's predicted value, with slack for the per-term rounding up
     ticks = math.ceil(predict(inst, counts).time_ns * TICKS_PER_NS * 1.0001) + 2
     if inst.mode == "ll":  # S, F: the model's own recurrences on its integer coefficients
-        start, finish = path_times(inst, counts, lambda i, choice, n: math.ceil(
-            _ticks(window_ns(inst, i, choice)) * n))
+        def windows_ticks(i: int, choice: int, n: int) -> int:
+            return math.ceil(_ticks(window_ns(inst, i, choice)) * n)
+
+        floors = issue_floors(inst, counts, lambda i, choice: math.ceil(
+            _ticks(inst.layers[i].choices[choice].issue_ns)))
+        start, finish = path_times(inst, counts, windows_ticks, floors)
         for li, layer in enumerate(inst.layers):
             hint[Var(names[f"S[{layer.name}]"])] = start[li]
             hint[Var(names[f"F[{layer.name}]"])] = finish[li]
+            c = counts[li]
+            hint[Var(names[f"D[{layer.name}]"])] = max(
+                windows_ticks(li, c.choice, layer.windows_per_replica(c.replication)),
+                floors[li])
         ticks = max([ticks, *finish])
     hint[pm.time] = min(ticks, pm.model.upper[pm.time.index])
     if pm.energy is not None:

@@ -19,6 +19,7 @@ import pytest
 from pimsolve.frontend.load import load_onnx
 from pimsolve.lowering import lower
 from pimsolve.solve.model import check_values, solve_model
+from pimsolve.stages.placement import evaluate
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
     chip_crossings,
@@ -262,3 +263,41 @@ def test_a_replicated_consumer_waits_for_the_row_above_its_range():
     assert finish(2, 2) == 10.0 * 18 + 10.0 * 18  # conv1's replica 0, then conv2's
     # one replica: it starts once conv1 made the 2 rows (12 windows) its first window reads
     assert finish(2, 1) == 10.0 * 12 + 10.0 * 36
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "milp", "milp-highs"])
+def test_replicas_on_one_core_share_its_issue_slots(engine, monkeypatch):
+    """LL with PUMA's issue interval (one MVM at a time per core, as long as the MVM): a
+    layer's windows take at least t^is P^y on each core, so two replicas on one core take
+    twice as long. Brute force and every engine agree on the optimum, which the floor
+    raises (59.2 -> 78.4 us): without it two replicas sharing a core look as fast as two
+    apart."""
+    inst = instance(3, 3, "ll", issue_ns=1600.0)
+    want = brute_force(inst, "latency")
+    pm = build_model(inst, "latency")
+    result, values = solve_model(pm.model, engine)
+    assert result.status.value == "optimal"
+    assert check_values(pm.model, values)
+    assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1
+    assert predict(inst, decode_values(pm, values)).objective("latency") == pytest.approx(
+        want, abs=0.01)
+    monkeypatch.setattr(evaluate, "issue_floors",
+                        lambda inst, counts, issue=None: [0.0] * len(counts))
+    assert brute_force(inst, "latency") < want
+
+
+def test_issue_floor_by_hand():
+    """conv1 in two replicas of 2 AGs: both on core 0, it issues 4 AG-windows per window
+    step, m = 18 steps: 4 x 18 x 1.6 us = 115.2 us; one replica per core: 57.6 us."""
+    inst = instance(3, 4, "ll", issue_ns=1600.0)
+    conv1 = inst.layers[0]
+    two = [u.ags for u in conv1.choices].index(2)
+    m = conv1.windows_per_replica(2)
+    rest = [LayerCounts(0, 1, np.array([0, 0, u.ags]), np.array([0, 0, 1]),
+                        np.array([0, 0, u.ags]))
+            for u in (layer.choices[0] for layer in inst.layers[1:])]
+    together = LayerCounts(two, 2, np.array([4, 0, 0]), np.array([2, 0, 0]), np.array([4, 0, 0]))
+    apart = LayerCounts(two, 2, np.array([2, 2, 0]), np.array([1, 1, 0]), np.array([2, 2, 0]))
+    assert m == 18
+    assert evaluate.issue_floors(inst, [together, *rest])[0] == 4 * 18 * 1600.0
+    assert evaluate.issue_floors(inst, [apart, *rest])[0] == 2 * 18 * 1600.0
