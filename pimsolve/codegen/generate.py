@@ -57,6 +57,8 @@ LL_RECEIVE_SHARE = 0.5
 """LL: received pixels are sent ahead only while the receiver uses less of its local memory."""
 LL_LOOKAHEAD = 2
 """LL: tasks of a worker whose input pixels are always sent, whatever the room."""
+SPILL_SCAN = 256
+"""LL spilling: held pixels, newest first, searched for one no task needs soon."""
 
 
 @dataclass(frozen=True)
@@ -563,6 +565,7 @@ class _Generator:
         """Pixels a core stored to global memory to make room, and their sizes."""
         self.spill_address: dict[Key, int] = {}
         self.wanted: set[tuple[int, Key]] = set()
+        self.delivered: set[tuple[int, Key]] = set()
         """(core, pixel): a task among the core's next ``LL_LOOKAHEAD`` reads the pixel."""
         self.pinned: set[tuple[int, Key]] = set()
         """Pixels the instructions being emitted read (fetched and not yet released by a
@@ -725,16 +728,25 @@ class _Generator:
 
     def _spill(self, em: CoreEmitter, size: int) -> bool:
         """``on_full``: free a slot of at least ``size`` elements on ``em``'s core by storing
-        the pixel that came last among those not pinned (a graph input is just dropped: it
-        is in global memory already). The core's own global port runs in program order, so
-        the later load reads what this store wrote."""
+        the pixel that came last among those not pinned, preferring one no task needs soon
+        (among the last ``SPILL_SCAN``), else the fewest pixels whose slots adjoin freed
+        ones. A graph input is just dropped: it is in global memory already. The core's own
+        global port runs in program order, so the later load reads what this store wrote."""
         core = em.core
-        movable = [k for k in reversed(self.kept[core]) if (core, k) not in self.pinned]
-        movable.sort(key=lambda k: self._soon(core, k))
-        for key in movable:
-            if self.present[(core, key)].slot >= size:
+        later = None
+        for seen, key in enumerate(reversed(self.kept[core])):
+            if (core, key) in self.pinned or self.present[(core, key)].slot < size:
+                continue
+            if not self._soon(core, key):
                 self._store(core, key)
                 return True
+            later = later or key
+            if seen >= SPILL_SCAN:
+                break
+        if later is not None:
+            self._store(core, later)
+            return True
+        movable = [k for k in reversed(self.kept[core]) if (core, k) not in self.pinned]
         by_buffer = {id(self.present[(core, k)]): k for k in movable}
         room = em.cheapest_room(size, [self.present[(core, k)] for k in movable])
         for buf in room:
@@ -745,7 +757,7 @@ class _Generator:
         """Whether a task among the next few of ``core``, or of a core ``key`` still goes
         to, reads pixel ``key``."""
         return (core, key) in self.wanted or any(
-            (d, key) in self.wanted and not self._has(d, key)
+            (d, key) in self.wanted and (d, key) not in self.delivered
             for d in self.consumers.get(key, ()) if d != core)
 
     def _store(self, core: int, key: Key) -> None:
@@ -777,6 +789,7 @@ class _Generator:
     def _move(self, key: Key, src: int, dst: int) -> int:
         """Send pixel ``key`` from ``src`` to ``dst`` (where it is now present); its size."""
         self.pinned = {(src, key)}
+        self.delivered.add((dst, key))
         buf = self._fetch(src, key)
         self._keep(dst, key, self._transfer(src, dst, buf, buf.size))
         self._release(src, key)
