@@ -71,9 +71,9 @@ class CodegenOptions:
     flush_at: int = 32
     """LL 'passes': send requests queued before they are emitted together."""
     ll_spill: bool = True
-    """LL mode: when a core's local memory is full, store the pixel it received or made
-    last (and still holds for a later task or send) to global memory and load it back when
-    it is needed, instead of allocating past the local memory."""
+    """LL mode: when a core's local memory is full, store a pixel it holds for a later task
+    or send (preferably one no task needs soon, else the newest) to global memory and load
+    it back when it is needed, instead of allocating past the local memory."""
 
 
 @dataclass(eq=False)
@@ -565,8 +565,9 @@ class _Generator:
         """Pixels a core stored to global memory to make room, and their sizes."""
         self.spill_address: dict[Key, int] = {}
         self.wanted: set[tuple[int, Key]] = set()
-        self.delivered: set[tuple[int, Key]] = set()
         """(core, pixel): a task among the core's next ``LL_LOOKAHEAD`` reads the pixel."""
+        self.delivered: set[tuple[int, Key]] = set()
+        """(core, pixel): the pixel has been sent to the core."""
         self.pinned: set[tuple[int, Key]] = set()
         """Pixels the instructions being emitted read (fetched and not yet released by a
         pool's last read): never spilled."""
@@ -803,6 +804,7 @@ class _Generator:
         """Emit the next task's inputs and MVMs; what ``_ll_finish`` needs to complete it."""
         task, keys = w.tasks[w.next], w.sources[w.next]
         w.next += 1
+
         def get(key: Key) -> Buffer:
             self.pinned.add((w.core, key))
             return self._fetch(w.core, key)
