@@ -36,7 +36,7 @@ from pimsolve.target import CrossbarTarget, DramPimTarget, load_target
 
 __all__ = ["Inspection", "inspect_model", "resolve_model", "MapResult", "map_model",
            "write_map_outputs", "simulate_saved", "MODES", "FunctionalCheck",
-           "functional_check", "PlacementSettings", "engines"]
+           "functional_check", "check_program", "PlacementSettings", "engines"]
 
 MODES = {"latency": "ll", "throughput": "ht", "energy": "ht", "edp": "ht"}
 """The mode each objective implies unless ``mode`` says otherwise."""
@@ -332,19 +332,27 @@ def functional_check(model: str | Path | onnx.ModelProto, *,
     """Map ``model`` (reference mapping unless ``settings`` choose an engine), generate its
     program (``codegen`` options), run it on real numbers (weights from the file, seeded
     inputs), compare with onnxruntime."""
+    source = resolve_model(model) if isinstance(model, (str, Path)) else model
+    compiled = _compile(source, target, mode, None, MODES_OBJECTIVE[mode], settings, codegen)
+    return check_program(source, compiled.graph, compiled.program, compiled.target,
+                         seed=seed, quantize=quantize)
+
+
+def check_program(source: onnx.ModelProto, graph: Graph, program: Program,
+                  target: CrossbarTarget, *, seed: int = 0,
+                  quantize: bool = False) -> FunctionalCheck:
+    """Run an already generated ``program`` of ``source`` on real numbers (weights from the
+    file, seeded inputs) and compare its outputs with onnxruntime's."""
     from pimsolve.codegen.contents import crossbar_blocks, from_stored, global_image
     from pimsolve.frontend.reference import reference_outputs, seeded_inputs
     from pimsolve.frontend.weights import layer_weights
     from pimsolve.simulate.execute import Quantization, execute
 
-    source = resolve_model(model) if isinstance(model, (str, Path)) else model
-    compiled = _compile(source, target, mode, None, MODES_OBJECTIVE[mode], settings, codegen)
-    graph, program, loaded = compiled.graph, compiled.program, compiled.target
     weights = {k: (w.weight, w.bias) for k, w in layer_weights(source, graph, seed=seed).items()}
     inputs = seeded_inputs({t.name: t.shape for t in graph.inputs}, seed)
     memory = global_image(program, inputs, weights)
-    q = Quantization(loaded.numerics.weight_bits, loaded.numerics.activation_bits,
-                     loaded.crossbar.cell_bits) if quantize else None
+    q = Quantization(target.numerics.weight_bits, target.numerics.activation_bits,
+                     target.crossbar.cell_bits) if quantize else None
     execute(program, crossbar_blocks(graph, program, weights), memory, quantize=q,
             cycles=program.pipeline_depth if program.mode == "ht" else 1)
     expected = reference_outputs(source, inputs)

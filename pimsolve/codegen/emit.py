@@ -24,6 +24,13 @@ from pimsolve.ir.program import CoreStream, Op, unit_of
 __all__ = ["Buffer", "CoreEmitter"]
 
 
+def _latest(into: dict[int, int], accesses) -> None:
+    """Keep in ``into`` the latest instruction per unit of ``into`` and ``accesses``."""
+    for unit, i in accesses:
+        if into.get(unit, -1) < i:
+            into[unit] = i
+
+
 class Buffer:
     """A local-memory allocation of ``size`` elements at ``addr`` on one core."""
 
@@ -41,9 +48,7 @@ class Buffer:
     def refill(self) -> None:
         """The next writes replace the contents: they wait for every earlier access."""
         war = dict(self.war)
-        for unit, i in (*self.writers.items(), *self.readers.items()):
-            if war.get(unit, -1) < i:
-                war[unit] = i
+        _latest(war, (*self.writers.items(), *self.readers.items()))
         self.war, self.writers, self.readers = war, {}, {}
 
 
@@ -140,9 +145,7 @@ class CoreEmitter:
                 continue
             self._free[b.slot].remove(b)
             b.refill()
-            for unit, i in b.war.items():
-                if merged.war.get(unit, -1) < i:
-                    merged.war[unit] = i
+            _latest(merged.war, b.war.items())
             merged.slot += b.slot
         self.live += merged.slot
         return merged
@@ -174,13 +177,9 @@ class CoreEmitter:
         """Append one instruction; returns its index in this core's stream."""
         wait: dict[int, int] = {}
         for buf in reads:
-            for unit, i in buf.writers.items():
-                if wait.get(unit, -1) < i:
-                    wait[unit] = i
+            _latest(wait, buf.writers.items())
         for buf in writes:
-            for unit, i in buf.war.items():
-                if wait.get(unit, -1) < i:
-                    wait[unit] = i
+            _latest(wait, buf.war.items())
         index = len(self.rows)
         unit = unit_of(op, a)
         self.rows.append((int(op), a, b, c, d, e))

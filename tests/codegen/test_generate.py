@@ -11,7 +11,14 @@ import pytest
 from onnx import helper
 
 import pimsolve.codegen.generate as generate_module
-from pimsolve.api import PlacementSettings, functional_check, inspect_model, load_target, map_model
+from pimsolve.api import (
+    PlacementSettings,
+    check_program,
+    functional_check,
+    inspect_model,
+    load_target,
+    map_model,
+)
 from pimsolve.codegen.generate import CodegenOptions, generate
 from pimsolve.ir.program import ArrayGroupSlot, Op
 from pimsolve.simulate.checks import verify
@@ -172,26 +179,6 @@ def _flooded_core(target_name: str = "isaac"):
     return model, inspection, target, decode(instance, counts, engine="test")
 
 
-def _max_error(model, graph, program) -> float:
-    """Largest |program output - onnxruntime| over |onnxruntime|, seeded weights and inputs."""
-    from pimsolve.codegen.contents import crossbar_blocks, from_stored, global_image
-    from pimsolve.frontend.reference import reference_outputs, seeded_inputs
-    from pimsolve.frontend.weights import layer_weights
-    from pimsolve.simulate.execute import execute
-
-    weights = {k: (w.weight, w.bias) for k, w in layer_weights(model, graph, seed=0).items()}
-    inputs = seeded_inputs({t.name: t.shape for t in graph.inputs}, 0)
-    memory = global_image(program, inputs, weights)
-    execute(program, crossbar_blocks(graph, program, weights), memory)
-    worst = 0.0
-    for name, want in reference_outputs(model, inputs).items():
-        address, size = program.tensors[name]
-        want = np.asarray(want, dtype=np.float64)
-        got = from_stored(memory[address:address + size], want.shape)
-        worst = max(worst, float(np.abs(got - want).max() / np.abs(want).max()))
-    return worst
-
-
 def test_received_pixels_wait_for_room(monkeypatch) -> None:
     """Sent as soon as they are made, conv1's 256 pixels (8,192 elements) land in conv2's
     local memory; held at their producers while conv2's core is half full, they fit, and
@@ -231,8 +218,9 @@ def test_a_full_core_spills_to_global_memory(monkeypatch, target_name: str) -> N
         stores = (code[:, 0] == Op.STORE) & (code[:, 2] >= over.global_elements)
         loads = (code[:, 0] == Op.LOAD) & (code[:, 3] >= over.global_elements)
         assert bool(stores.any() and loads.any()) is (k == 8)
-    assert _max_error(model, inspection.graph, spilled) < FLOAT_TOLERANCE
-    assert _max_error(model, inspection.graph, over) < FLOAT_TOLERANCE
+    for program in (spilled, over):
+        check = check_program(model, inspection.graph, program, target)
+        assert check.max_rel_error < FLOAT_TOLERANCE
 
 
 @pytest.mark.parametrize(("target", "in_order"), [("puma", True), ("isaac", False)])
