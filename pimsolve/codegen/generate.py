@@ -5,9 +5,12 @@ Both PIMCOMP modes (Sec. VII) are emitted at the convolution-operator granularit
 * **HT** (high throughput, Alg. 1): one steady-state cycle of the batch pipeline. Every layer
   reads its inputs from global memory and stores its outputs there, so layers of one cycle are
   independent; tasks are interleaved round-robin over layers and replicas, paced so that every
-  worker spreads its tasks evenly over the rounds of the longest one, software-pipelined
-  (a round's partial-sum adds, bias and stores follow the next round's loads and MVMs, so an
-  in-order global port never holds a load behind a store); windows are split
+  worker spreads its tasks evenly over the rounds of the longest one, staged (a round emits
+  the inputs of all its crossbar tasks, i.e. their loads and the input slices sent to array
+  groups on other cores, before their MVMs, so the in-order cores of a split replica meet
+  once per round rather than wait at every array group for the other's MVMs) and
+  software-pipelined (a round's partial-sum adds, bias and stores follow the next round's
+  loads and MVMs, so an in-order global port never holds a load behind a store); windows are split
   over a layer's replicas in contiguous, equal ranges; a replica keeps the input pixels its next
   windows share (input reuse of overlapping windows) and loads only new ones; vector layers are
   spread over all cores in contiguous blocks of pixels.
@@ -89,6 +92,18 @@ class _Worker:
     uses: dict[Key, int] = field(default_factory=dict)
     sources: list[list[Key]] = field(default_factory=list)
     tag: int = -1
+
+
+@dataclass(eq=False)
+class _Staged:
+    """One window's inputs on its array groups' cores: (slot, buffer, address) per AG, and
+    the staging buffers (core, buffer) to free once the window is finished."""
+
+    task: int
+    inputs: list[tuple[int, Buffer, int]] = field(default_factory=list)
+    temp: list[tuple[int, Buffer]] = field(default_factory=list)
+    out: Buffer | None = None
+    """A vector task's output (emitted whole when staged)."""
 
 
 class _Clock:
@@ -251,14 +266,16 @@ class _Generator:
     def _mvm_issue(self, w: _Worker, task: int, get) -> tuple[Buffer, Callable[[], None]]:
         """Emit the inputs and MVMs of one window; return its output buffer and a callable
         that emits the rest (partial sums home, adds, bias), which HT defers by a round."""
+        return self._mvm_compute(w, self._mvm_inputs(w, task, get))
+
+    def _mvm_inputs(self, w: _Worker, task: int, get) -> _Staged:
+        """Emit one window's input slices: gathered on the home core and sent to each
+        array group on another core. Every send precedes the window's MVMs, so a remote
+        array group never waits for the home core's own MVMs (in order) to reach it."""
         lt, home = w.tasks_of, w.core
         em = self.em[home]
         pieces = lt.pieces(self.layout, task)
-        out = em.alloc(lt.channels)
-        parallel = self.target.crossbar.parallel_rows
-        temp: list[tuple[int, Buffer]] = []
-        results: list[tuple[ArrayGroupSlot, Buffer, list[Buffer], bool]] = []
-        started: set[int] = set()
+        staged = _Staged(task)
         for s in w.slots:
             ag = self.slots[s]
             part = slice_pieces(pieces[ag.matrix], ag.row_start, ag.row_start + ag.rows)
@@ -277,16 +294,30 @@ class _Generator:
                                 reads=(pix,), writes=(src,))
                     row += length
                 src_addr = src.addr
-                temp.append((home, src))
-            core = ag.core
-            if core != home:
-                moved = self._transfer(home, core, src, ag.rows, src_addr - src.addr)
-                if temp and temp[-1][1] is src:
+                staged.temp.append((home, src))
+            if ag.core != home:
+                moved = self._transfer(home, ag.core, src, ag.rows, src_addr - src.addr)
+                if staged.temp and staged.temp[-1][1] is src:
                     # only the send reads this staging: its slot may serve the next AG
                     # (whose writes wait for the send)
-                    em.free(temp.pop()[1])
-                temp.append((core, moved))
+                    em.free(staged.temp.pop()[1])
+                staged.temp.append((ag.core, moved))
                 src, src_addr = moved, moved.addr
+            staged.inputs.append((s, src, src_addr))
+        return staged
+
+    def _mvm_compute(self, w: _Worker, staged: _Staged) -> tuple[Buffer, Callable[[], None]]:
+        """Emit the MVMs of a window whose inputs are staged (``_mvm_inputs``)."""
+        lt, home = w.tasks_of, w.core
+        em = self.em[home]
+        out = em.alloc(lt.channels)
+        parallel = self.target.crossbar.parallel_rows
+        temp = staged.temp
+        results: list[tuple[ArrayGroupSlot, Buffer, list[Buffer], bool]] = []
+        started: set[int] = set()
+        for s, src, src_addr in staged.inputs:
+            ag = self.slots[s]
+            core = ag.core
             first = core == home and ag.matrix not in started
             started.add(ag.matrix)
             result = out if first else self.em[core].alloc(ag.cols)
@@ -455,17 +486,18 @@ class _Generator:
             # for its MVM
             # a vector task stores at once: its store waits for one short vector operation,
             # and its output buffer is free for the next task
-            done = []
+            staged = []
             for w in left:
                 for _ in range(-(-(t + 1) * len(w.tasks) // rounds) - w.next):
-                    item = self._ht_task(w)
+                    item = self._ht_stage(w)
                     if w.tasks_of.kind == "mvm":
-                        done.append(item)
+                        staged.append(item)
                     else:
-                        self._ht_store(*item)
+                        self._ht_store(*self._ht_compute(item))
                 if w.tasks_of.kind != "mvm" and w.cache and (
                         -(-(t + 2) * len(w.tasks) // rounds) == w.next):
                     self._evict(w)
+            done = [self._ht_compute(item) for item in staged]
             for w, task, out, finish in pending:
                 self._ht_store(w, task, out, finish)
             pending = done
@@ -481,7 +513,9 @@ class _Generator:
             em.free(buf)
         w.cache.clear()
 
-    def _ht_task(self, w: _Worker) -> tuple[_Worker, int, Buffer, Callable[[], None]]:
+    def _ht_stage(self, w: _Worker) -> tuple[_Worker, _Staged | None, Callable[[], None]]:
+        """Emit the inputs of the next task of a crossbar worker (a vector task whole); what
+        ``_ht_compute`` needs to emit the rest."""
         task, keys = w.tasks[w.next], w.sources[w.next]
         w.next += 1
 
@@ -500,11 +534,28 @@ class _Generator:
             if w.uses[key] == 0:
                 em.free(w.cache.pop(key))
 
-        out, finish = self._run(w, task, get, release)
-        for key in keys:
-            if key not in released:
-                release(key)
-        return w, task, out, finish
+        def release_rest() -> None:
+            for key in keys:
+                if key not in released:
+                    release(key)
+
+        self._working_for(w)
+        if w.tasks_of.kind == "mvm":
+            return w, self._mvm_inputs(w, task, get), release_rest
+        out = self._vector_task(w, task, get, release)
+        return w, _Staged(task, out=out), release_rest
+
+    def _ht_compute(self, item: tuple[_Worker, _Staged, Callable[[], None]],
+                    ) -> tuple[_Worker, int, Buffer, Callable[[], None]]:
+        """Emit the MVMs of a staged task (nothing for a vector task) and free its inputs."""
+        w, staged, release_rest = item
+        self._working_for(w)
+        if w.tasks_of.kind == "mvm":
+            out, finish = self._mvm_compute(w, staged)
+        else:
+            out, finish = staged.out, lambda: None
+        release_rest()
+        return w, staged.task, out, finish
 
     def _ht_store(self, w: _Worker, task: int, out: Buffer,
                   finish: Callable[[], None]) -> None:

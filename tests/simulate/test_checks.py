@@ -470,17 +470,18 @@ def test_unmatched_tag():
 
 
 def swapped_exchange(name: str) -> tuple[Program, CrossbarTarget, int]:
-    """Core 0 sends conv1's input slice to core 1 and then receives the partial sums back;
-    core 1 receives the slice first. Core 0's two instructions are swapped: both cores now
-    start by receiving from each other. (PIMCOMP's passes: there, core 0's first send to core 1
-    is this slice; the timed order sends the next window's slice before the partial sums.)"""
+    """Core 0 sends conv1's input slice to core 1 and later receives the partial sums back;
+    core 1 receives the slice first. Core 0's recv is moved up before its send: both cores
+    now start by receiving from each other. (PIMCOMP's passes: there, core 0's first send to
+    core 1 is this slice; the timed order sends the next window's slice before the partial
+    sums.)"""
     program, target = small_ll(name, "passes")
     items = unpack(program.cores[0])
-    i = next(k for k in range(len(items) - 1)
-             if items[k].row[:2] == [Op.SEND, 1] and items[k + 1].row[:2] == [Op.RECV, 1])
-    assert not items[i + 1].deps  # the recv waits for nothing, so it may move up
+    i = next(k for k, item in enumerate(items) if item.row[:2] == [Op.SEND, 1])
+    j = next(k for k in range(i + 1, len(items)) if items[k].row[:2] == [Op.RECV, 1])
+    assert not items[j].deps  # the recv waits for nothing, so it may move up
     assert program.cores[1].code[0, :2].tolist() == [Op.RECV, 0]
-    items[i], items[i + 1] = items[i + 1], items[i]
+    items.insert(i, items.pop(j))
     return with_core(program, 0, items), target, i
 
 
