@@ -144,6 +144,8 @@ class _Clock:
             self.busy[id(w)] = self.vfu[c]
             self.last[c] = self.vfu[c] - add
             return self.vfu[c]
+        if self.in_order or self.sync:
+            return self._run_split(w, ready)
         blocks = [math.ceil(self.slots[s].rows / xbar.parallel_rows) for s in w.slots]
         start = max(ready, self.issue[c])
         self.issue[c] = start + sum(blocks) * self.target.core.mvm_issue_interval_ns
@@ -153,6 +155,50 @@ class _Clock:
         remote = [self.slots[s] for s in w.slots if self.slots[s].core != c]
         hops = sum(ag.rows + ag.cols for ag in remote) * self.byte / self.link
         return self.issue[c] + compute + hops + (1 + len(remote)) * add
+
+    def _run_split(self, w: _Worker, ready: float) -> float:
+        """An MVM task on in-order cores or with paired send/recv, where program order is
+        the schedule: its input slices go to the remote AGs first (``_mvm_inputs``), each a
+        transfer, then every AG's MVMs issue on its own core; the time they are done
+        (``gather`` books the partial sums back)."""
+        xbar, c = self.target.crossbar, w.core
+        at = {c: ready}
+        for s in w.slots:
+            ag = self.slots[s]
+            if ag.core != c:
+                at[ag.core] = max(at.get(ag.core, 0.0), self.send(c, ag.core, ag.rows, ready))
+        interval = self.target.core.mvm_issue_interval_ns
+        done = ready
+        for s in w.slots:
+            ag = self.slots[s]
+            k, blocks = ag.core, math.ceil(ag.rows / xbar.parallel_rows)
+            start = self._after_last(k, max(at[k], self.issue[k], self.fence[k]))
+            self.issue[k] = start + blocks * interval
+            if self.in_order:
+                self.last[k] = self.issue[k] - interval
+            done = max(done, start + blocks * xbar.mvm_latency_ns)
+        self.busy[id(w)] = done
+        return done
+
+    def gather(self, w: _Worker, now: float) -> float:
+        """Book the end of an MVM task whose MVMs are done at ``now`` (``_run_split``):
+        partial sums from its remote AGs to the home core, and the adds there; the time its
+        output is ready. (Otherwise ``run`` counted them already.)"""
+        if w.tasks_of.kind != "mvm" or not (self.in_order or self.sync):
+            return now
+        vec, c = self.target.core.vector_unit, w.core
+        add = vec.op_latency_ns * math.ceil(w.tasks_of.channels / vec.lanes)
+        ready, adds = now, 1
+        for s in w.slots:
+            ag = self.slots[s]
+            if ag.core != c:
+                ready = max(ready, self.send(ag.core, c, ag.cols, now))
+                adds += 1
+        start = self._after_last(c, max(ready, self.vfu[c], self.fence[c]))
+        self.vfu[c] = start + adds * add
+        if self.in_order:
+            self.last[c] = self.vfu[c] - add
+        return self.vfu[c]
 
     def send(self, src: int, dst: int, elements: int, ready: float) -> float:
         """Book one transfer; the time it has arrived (the receiver takes them in order)."""
@@ -667,6 +713,7 @@ class _Generator:
         received pixels cannot fill local memory. Tasks and sends are emitted in one global
         order, so sync communication cannot deadlock."""
         clock = _Clock(self.target, self.slots)
+        # events at one time: sends and finished tasks first, then tasks of earlier layers
         room = int(self.target.core.local_memory.elements(self.target.numerics.activation_bits)
                    * LL_RECEIVE_SHARE)
         tag_of = {lt.output: i for i, lt in enumerate(self.tasks)}
@@ -678,7 +725,7 @@ class _Generator:
         order = itertools.count()
 
         def send(key: Key, src: int, dst: int, ready: float) -> None:
-            heapq.heappush(events, (ready, next(order), "send", (key, src, dst)))
+            heapq.heappush(events, (ready, -1, next(order), "send", (key, src, dst)))
 
         def want(w: _Worker, now: float) -> None:
             for sources in w.sources[w.next:w.next + LL_LOOKAHEAD]:
@@ -701,7 +748,7 @@ class _Generator:
                     waiting.setdefault((w.core, key), []).append(w)
                     return
                 ready = max(ready, arrived.get((w.core, key), 0.0))
-            heapq.heappush(events, (ready, next(order), "issue", w))
+            heapq.heappush(events, (ready, w.tag, next(order), "issue", w))
 
         def landed(core: int, key: Key, now: float) -> None:
             arrived[(core, key)] = now
@@ -721,7 +768,7 @@ class _Generator:
             wake(w, 0.0)
         remaining = sum(len(w.tasks) for w in workers)
         while events:
-            now, _, kind, item = heapq.heappop(events)
+            now, _, _, kind, item = heapq.heappop(events)
             if kind == "send":
                 key, src, dst = item
                 for e in (self.em[src], self.em[dst]):
@@ -730,11 +777,12 @@ class _Generator:
             elif kind == "issue":
                 w = item
                 done = clock.run(w, len(w.sources[w.next]), now)
-                heapq.heappush(events, (done, next(order), "finish", (w, self._ll_issue(w))))
+                heapq.heappush(events, (done, -1, next(order), "finish", (w, self._ll_issue(w))))
                 wake(w, now)
             else:
                 w, issued = item
                 self._ll_finish(w, *issued, outputs)
+                now = clock.gather(w, now)
                 remaining -= 1
                 key = (w.tasks_of.output, issued[0])
                 if self._has(w.core, key):

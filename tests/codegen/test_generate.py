@@ -268,3 +268,25 @@ def test_ht_split_replicas_on_in_order_cores_meet_once_per_round() -> None:
     predicted = predict(instance, counts)
     assert predicted.bottleneck == "serial"
     assert cycle == pytest.approx(predicted.time_ns, rel=0.02)
+
+
+def test_ll_clock_books_a_split_task_on_each_of_its_cores() -> None:
+    """PUMA (in-order, paired send/recv): a window whose second AG sits on core 1 first
+    sends core 1 its input slice (both cores wait for it), then each AG issues on its own
+    core; the partial sums come back after the MVMs and are added on core 0. The clock books
+    each step where the program has it, so it agrees with the simulator."""
+    t = load_target("puma")
+    rows, cols = t.crossbar.parallel_rows, 8
+    slots = [ArrayGroupSlot("conv", 0, g, g, 0, g * rows, rows, cols, 1) for g in (0, 1)]
+    clock = generate_module._Clock(t, slots)
+    channels = 8
+    worker = SimpleNamespace(core=0, slots=[0, 1],
+                             tasks_of=SimpleNamespace(kind="mvm", channels=channels))
+    link = t.numerics.activation_bits / 8 / t.chip.interconnect.bandwidth_gb_per_s
+    done = clock.run(worker, 1, 0.0)
+    assert done == pytest.approx(rows * link + t.crossbar.mvm_latency_ns)
+    interval = t.core.mvm_issue_interval_ns
+    assert clock.issue[:2] == pytest.approx([rows * link + interval] * 2)
+    vec = t.core.vector_unit
+    add = vec.op_latency_ns * -(-channels // vec.lanes)
+    assert clock.gather(worker, done) == pytest.approx(done + cols * link + 2 * add)
