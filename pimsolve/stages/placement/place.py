@@ -122,15 +122,22 @@ def _size(instance: PlacementInstance) -> dict[str, int]:
 
 
 def _best_baseline(instance: PlacementInstance, objective: str) -> list[LayerCounts] | None:
+    """The exact engines' first incumbent: the best baseline placement, or the best
+    re-placement of a baseline's options by ``level_search`` (layers mixed on the cores)."""
+    from pimsolve.stages.placement.baselines import level_search
+
     best, value = None, float("inf")
     for fn in _baselines().values():
         try:
             counts = fn(instance, objective)
         except InfeasibleError:
             continue
-        v = predict(instance, counts).objective(objective)
-        if v < value:
-            best, value = counts, v
+        leveled = level_search(instance, [c.choice for c in counts],
+                               [c.replication for c in counts], objective)
+        for found in (counts, leveled):
+            v = predict(instance, found).objective(objective) if found else float("inf")
+            if v < value:
+                best, value = found, v
     return best
 
 
