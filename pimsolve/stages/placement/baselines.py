@@ -423,6 +423,8 @@ def level_search(instance: PlacementInstance, choices: Sequence[int], reps: Sequ
     top = max(_core_time(instance, best), work / instance.cores) if best is not None else work
     for order in LEVEL_ORDERS:
         lo, hi = work / instance.cores, top
+        if level(instance, choices, reps, hi, order) is None:
+            continue  # this order fails even at the loosest cap
         for _ in range(steps):
             cap = (lo + hi) / 2
             found = level(instance, choices, reps, cap, order)

@@ -127,13 +127,17 @@ def _best_baseline(instance: PlacementInstance, objective: str) -> list[LayerCou
     from pimsolve.stages.placement.baselines import level_search
 
     best, value = None, float("inf")
+    leveled_options = set()
     for fn in _baselines().values():
         try:
             counts = fn(instance, objective)
         except InfeasibleError:
             continue
-        leveled = level_search(instance, [c.choice for c in counts],
-                               [c.replication for c in counts], objective)
+        options = tuple((c.choice, c.replication) for c in counts)
+        leveled = None
+        if options not in leveled_options:
+            leveled_options.add(options)
+            leveled = level_search(instance, *zip(*options, strict=True), objective)
         for found in (counts, leveled):
             v = predict(instance, found).objective(objective) if found else float("inf")
             if v < value:
