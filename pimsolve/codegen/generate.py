@@ -36,7 +36,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import networkx as nx
@@ -73,6 +73,12 @@ class CodegenOptions:
     PIMCOMP's passes with batched sends ('passes', Alg. 2 as published)."""
     flush_at: int = 32
     """LL 'passes': send requests queued before they are emitted together."""
+    ll_priority: Literal["arrival", "layer", "best"] = "best"
+    """LL 'timed': which ready task a core takes next. 'arrival': in the order their inputs
+    arrive (at one time, earlier layers first); 'layer': a task waits while its core's
+    unit is busy, so that when it frees the earliest layer's ready task goes first; 'best':
+    where program order is the schedule (in-order cores or paired send/recv) generate both
+    and keep the one the clock estimates faster, elsewhere 'arrival'."""
     ll_spill: bool = True
     """LL mode: when a core's local memory is full, store a pixel it holds for a later task
     or send (preferably one no task needs soon, else the newest) to global memory and load
@@ -127,6 +133,17 @@ class _Clock:
 
     def _after_last(self, core: int, t: float) -> float:
         return max(t, self.last[core]) if self.in_order else t
+
+    def core_free(self, w: _Worker) -> float:
+        """When the unit ``w``'s next task needs on its core (MVM issue or vector unit) can
+        next start."""
+        c = w.core
+        t = self.issue[c] if w.tasks_of.kind == "mvm" else self.vfu[c]
+        return self._after_last(c, max(t, self.fence[c]))
+
+    def end(self) -> float:
+        """The latest time booked on any core."""
+        return max(*self.issue, *self.vfu, *self.rx, *self.fence)
 
     def free(self, w: _Worker, now: float) -> float:
         """The earliest the worker can start its next task."""
@@ -713,6 +730,7 @@ class _Generator:
         received pixels cannot fill local memory. Tasks and sends are emitted in one global
         order, so sync communication cannot deadlock."""
         clock = _Clock(self.target, self.slots)
+        by_layer = self.options.ll_priority == "layer"
         # events at one time: sends and finished tasks first, then tasks of earlier layers
         room = int(self.target.core.local_memory.elements(self.target.numerics.activation_bits)
                    * LL_RECEIVE_SHARE)
@@ -776,6 +794,9 @@ class _Generator:
                 landed(dst, key, clock.send(src, dst, self._move(key, src, dst), now))
             elif kind == "issue":
                 w = item
+                if by_layer and (free := clock.core_free(w)) > now:
+                    heapq.heappush(events, (free, w.tag, next(order), "issue", w))
+                    continue
                 done = clock.run(w, len(w.sources[w.next]), now)
                 heapq.heappush(events, (done, -1, next(order), "finish", (w, self._ll_issue(w))))
                 wake(w, now)
@@ -797,6 +818,7 @@ class _Generator:
                     send(key, src, w.core, max(ready, now))
         if remaining:
             raise RuntimeError("low-latency codegen made no progress (a cycle?)")
+        self.estimated_ns = clock.end()
 
     # ---- LL: pixels held on cores ---------------------------------------------------------
     def _has(self, core: int, key: Key) -> bool:
@@ -965,4 +987,19 @@ class _Generator:
 def generate(graph: Graph, workload: Workload, mapping: Mapping, target: CrossbarTarget,
              options: CodegenOptions | None = None) -> Program:
     """The reference program for ``mapping`` in its mode ('ht' or 'll')."""
-    return _Generator(graph, workload, mapping, target, options or CodegenOptions()).program()
+    options = options or CodegenOptions()
+    if options.ll_priority != "best":
+        return _Generator(graph, workload, mapping, target, options).program()
+    scheduled = (target.core.execution == "in_order"
+                 or target.chip.interconnect.communication == "sync")
+    if mapping.mode != "ll" or options.ll_order != "timed" or not scheduled:
+        return _Generator(graph, workload, mapping, target,
+                          replace(options, ll_priority="arrival")).program()
+    best = None
+    for priority in ("arrival", "layer"):
+        generator = _Generator(graph, workload, mapping, target,
+                               replace(options, ll_priority=priority))
+        program = generator.program()
+        if best is None or generator.estimated_ns < best[0]:
+            best = (generator.estimated_ns, program)
+    return best[1]
