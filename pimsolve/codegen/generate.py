@@ -112,6 +112,13 @@ class _Staged:
     """A vector task's output (emitted whole when staged)."""
 
 
+def _order_is_schedule(target: CrossbarTarget) -> bool:
+    """Whether a core's program order is its schedule: in-order cores, or paired (sync)
+    send/recv that block both cores until they meet."""
+    return (target.core.execution == "in_order"
+            or target.chip.interconnect.communication == "sync")
+
+
 class _Clock:
     """Estimated times of the LL list scheduler (ns): when each worker's array groups, each
     core's MVM issue, vector unit and network ports are next free, (sync communication)
@@ -129,6 +136,7 @@ class _Clock:
         self.link = target.chip.interconnect.bandwidth_gb_per_s
         self.sync = target.chip.interconnect.communication == "sync"
         self.in_order = target.core.execution == "in_order"
+        self.ordered = _order_is_schedule(target)
         self.last = [0.0] * n
 
     def _after_last(self, core: int, t: float) -> float:
@@ -161,7 +169,7 @@ class _Clock:
             self.busy[id(w)] = self.vfu[c]
             self.last[c] = self.vfu[c] - add
             return self.vfu[c]
-        if self.in_order or self.sync:
+        if self.ordered:
             return self._run_split(w, ready)
         blocks = [math.ceil(self.slots[s].rows / xbar.parallel_rows) for s in w.slots]
         start = max(ready, self.issue[c])
@@ -201,7 +209,7 @@ class _Clock:
         """Book the end of an MVM task whose MVMs are done at ``now`` (``_run_split``):
         partial sums from its remote AGs to the home core, and the adds there; the time its
         output is ready. (Otherwise ``run`` counted them already.)"""
-        if w.tasks_of.kind != "mvm" or not (self.in_order or self.sync):
+        if w.tasks_of.kind != "mvm" or not self.ordered:
             return now
         vec, c = self.target.core.vector_unit, w.core
         add = vec.op_latency_ns * math.ceil(w.tasks_of.channels / vec.lanes)
@@ -251,6 +259,8 @@ class _Generator:
         self._place(workload, mapping)
         self.bias: dict[tuple[str, int], Buffer] = {}
         self.global_top = self.layout.global_elements
+        self.estimated_ns: float | None = None
+        """LL 'timed': when the clock has the program end (``_Clock.end``)."""
         """End of the global memory used: the layout's tensors, then LL spills."""
 
     # ---- array groups --------------------------------------------------------------------
@@ -576,7 +586,7 @@ class _Generator:
             em.free(buf)
         w.cache.clear()
 
-    def _ht_stage(self, w: _Worker) -> tuple[_Worker, _Staged | None, Callable[[], None]]:
+    def _ht_stage(self, w: _Worker) -> tuple[_Worker, _Staged, Callable[[], None]]:
         """Emit the inputs of the next task of a crossbar worker (a vector task whole); what
         ``_ht_compute`` needs to emit the rest."""
         task, keys = w.tasks[w.next], w.sources[w.next]
@@ -739,7 +749,7 @@ class _Generator:
         waiting: dict[tuple[int, Key], list[_Worker]] = {}
         wanted = self.wanted
         held: dict[int, dict[Key, tuple[int, float]]] = {}
-        events: list[tuple[float, int, str, object]] = []
+        events: list[tuple[float, int, int, str, object]] = []  # time, priority, seq
         order = itertools.count()
 
         def send(key: Key, src: int, dst: int, ready: float) -> None:
@@ -990,9 +1000,7 @@ def generate(graph: Graph, workload: Workload, mapping: Mapping, target: Crossba
     options = options or CodegenOptions()
     if options.ll_priority != "best":
         return _Generator(graph, workload, mapping, target, options).program()
-    scheduled = (target.core.execution == "in_order"
-                 or target.chip.interconnect.communication == "sync")
-    if mapping.mode != "ll" or options.ll_order != "timed" or not scheduled:
+    if mapping.mode != "ll" or options.ll_order != "timed" or not _order_is_schedule(target):
         return _Generator(graph, workload, mapping, target,
                           replace(options, ll_priority="arrival")).program()
     best = None

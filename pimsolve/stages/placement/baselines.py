@@ -182,11 +182,8 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
     n, k = len(instance.layers), instance.cores
     cap, most = instance.crossbars_per_core, instance.max_layers_per_core
     link, ht = instance.link_bytes_per_ns, instance.mode == "ht"
-    names = ("issue", "vfu", "local", "gport", "net_in", "net_out")
-    load = {name: np.zeros(k) for name in names}
-    if ht:
-        load["vfu"] += instance.vector_core_ns["vfu"]
-        load["gport"] += instance.vector_core_ns["gport"]
+    load = _core_loads(instance)
+    names = tuple(load)
     free = np.full(k, cap, dtype=np.int64)
     mem = _memory(instance)
     y = np.zeros((n, k), dtype=np.int64)
@@ -201,11 +198,7 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
     replicas.sort(key=lambda x: (-x[0], x[1]))
 
     def peak(at: np.ndarray | int) -> np.ndarray:
-        worst = np.max([load[name][at] for name in names], axis=0)
-        if instance.sync:  # transfers block their cores: they add up with the MVM issue
-            worst = np.maximum(worst, load["issue"][at] + load["net_in"][at]
-                               + load["net_out"][at])
-        return worst
+        return _busiest(instance, load)[at]
 
     for _, i in replicas:
         layer = instance.layers[i]
@@ -293,23 +286,14 @@ def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[in
     n, k = len(instance.layers), instance.cores
     most, link, ht = instance.max_layers_per_core, instance.link_bytes_per_ns, \
         instance.mode == "ht"
-    names = ("issue", "vfu", "local", "gport", "net_in", "net_out")
-    load = {name: np.zeros(k) for name in names}
-    if ht:
-        load["vfu"] += instance.vector_core_ns["vfu"]
-        load["gport"] += instance.vector_core_ns["gport"]
+    load = _core_loads(instance)
+    names = tuple(load)
     free = np.full(k, instance.crossbars_per_core, dtype=np.int64)
     mem = _memory(instance)
     y, rho, ell = (np.zeros((n, k), dtype=np.int64) for _ in range(3))
     chip = np.arange(k) // instance.cores_per_chip
 
-    def busiest() -> np.ndarray:
-        worst = np.max([load[name] for name in names], axis=0)
-        if instance.sync:
-            worst = np.maximum(worst, load["issue"] + load["net_in"] + load["net_out"])
-        return worst
-
-    def most_under_cap(rates: dict[str, np.ndarray | float], fixed: dict[str, float],
+    def most_under_cap(rates: dict[str, float], fixed: dict[str, np.ndarray | float],
                        upper: np.ndarray) -> np.ndarray:
         """Per core, the largest count n in [1, upper] with every resource, load + fixed +
         n rate, within the cap (0 if none)."""
@@ -355,15 +339,10 @@ def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[in
         else:
             home["net_in"] += m * layer.input_bytes / link
             home["net_out"] += m * layer.store_bytes / link
-        gport = home.pop("gport", None)
         upper = np.where(ok & (mem >= instance.replica_bytes(i, choices[i])), free // x, 0)
         upper = np.minimum(upper, a)
         rates = {"issue": m * u.issue_ns, "net_out": -slice_in, "net_in": -slice_out}
-        if gport is not None:
-            load["gport"] += gport  # per core; taken back below but at the home
         take = most_under_cap(rates, home, upper)
-        if gport is not None:
-            load["gport"] -= gport
         if instance.computing_mode == "CM":
             take = np.where(take == a, a, 0)
         # a home keeps most of what a core can hold: a replica scattered over many cores
@@ -373,12 +352,10 @@ def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[in
             a, instance.crossbars_per_core // x)), take, 0)
         if not take.any():
             return None
-        at = int(np.lexsort((busiest(), -take))[0])
+        at = int(np.lexsort((_busiest(instance, load), -take))[0])
         count = int(take[at])
-        for name, v in home.items():
-            load[name][at] += v
-        if gport is not None:
-            load["gport"][at] += gport[at]
+        for name, v in home.items():  # gport's differs per core (loads shared by homes)
+            load[name][at] += v[at] if np.ndim(v) else v
         load["issue"][at] += count * m * u.issue_ns
         load["net_out"][at] -= count * slice_in
         load["net_in"][at] -= count * slice_out
@@ -398,7 +375,8 @@ def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[in
             if not take.any():
                 return None
             # (np.lexsort: the last key first) a core taking some, on the home's chip first
-            at = int(np.lexsort((busiest(), -take, chip != chip[home_at], take == 0))[0])
+            at = int(np.lexsort((_busiest(instance, load), -take, chip != chip[home_at],
+                                 take == 0))[0])
             count = int(take[at])
             for name, v in rates.items():
                 load[name][at] += count * v
@@ -436,6 +414,27 @@ def level_search(instance: PlacementInstance, choices: Sequence[int], reps: Sequ
             if v < value:
                 best, value = found, v
     return best
+
+
+def _core_loads(instance: PlacementInstance) -> dict[str, np.ndarray]:
+    """Per-core busy time (ns) of each resource ``per_core`` counts, before any replica:
+    in HT the vector layers' share of every core's vector unit and global port."""
+    load = {name: np.zeros(instance.cores)
+            for name in ("issue", "vfu", "local", "gport", "net_in", "net_out")}
+    if instance.mode == "ht":
+        load["vfu"] += instance.vector_core_ns["vfu"]
+        load["gport"] += instance.vector_core_ns["gport"]
+    return load
+
+
+def _busiest(instance: PlacementInstance, load: dict[str, np.ndarray]) -> np.ndarray:
+    """Per core, the busiest of the per-core resources in ``load`` (issue, vfu, local, gport,
+    net_in, net_out) and, with sync communication, of their transfers and MVM issue added
+    up (transfers block their cores)."""
+    worst = np.max(list(load.values()), axis=0)
+    if instance.sync:
+        worst = np.maximum(worst, load["issue"] + load["net_in"] + load["net_out"])
+    return worst
 
 
 def _core_time(instance: PlacementInstance, counts: list[LayerCounts]) -> float:

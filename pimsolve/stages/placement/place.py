@@ -21,6 +21,7 @@ from pimsolve.solve.model import ENGINES as EXACT
 from pimsolve.solve.model import Progress, export_model
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason
+from pimsolve.stages.placement.baselines import level_search
 from pimsolve.stages.placement.decompose import solve_decomposed
 from pimsolve.stages.placement.evaluate import LayerCounts, Prediction, decode, predict
 from pimsolve.stages.placement.formulation import build_model, objective_scale
@@ -124,8 +125,6 @@ def _size(instance: PlacementInstance) -> dict[str, int]:
 def _best_baseline(instance: PlacementInstance, objective: str) -> list[LayerCounts] | None:
     """The exact engines' first incumbent: the best baseline placement, or the best
     re-placement of a baseline's options by ``level_search`` (layers mixed on the cores)."""
-    from pimsolve.stages.placement.baselines import level_search
-
     best, value = None, float("inf")
     leveled_options = set()
     for fn in _baselines().values():
