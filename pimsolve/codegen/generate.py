@@ -112,6 +112,11 @@ class _Staged:
     """A vector task's output (emitted whole when staged)."""
 
 
+def _fused(w: _Worker) -> int:
+    """Vector operations a task's fused activation adds on its home core (0 or 1)."""
+    return int(w.tasks_of.activation is not None)
+
+
 def _order_is_schedule(target: CrossbarTarget) -> bool:
     """Whether a core's program order is its schedule: in-order cores, or paired (sync)
     send/recv that block both cores until they meet."""
@@ -179,7 +184,7 @@ class _Clock:
         self.busy[id(w)] = start + compute
         remote = [self.slots[s] for s in w.slots if self.slots[s].core != c]
         hops = sum(ag.rows + ag.cols for ag in remote) * self.byte / self.link
-        return self.issue[c] + compute + hops + (1 + len(remote)) * add
+        return self.issue[c] + compute + hops + (1 + len(remote) + _fused(w)) * add
 
     def _run_split(self, w: _Worker, ready: float) -> float:
         """An MVM task on in-order cores or with paired send/recv, where program order is
@@ -213,7 +218,7 @@ class _Clock:
             return now
         vec, c = self.target.core.vector_unit, w.core
         add = vec.op_latency_ns * math.ceil(w.tasks_of.channels / vec.lanes)
-        ready, adds = now, 1
+        ready, adds = now, 1 + _fused(w)
         for s in w.slots:
             ag = self.slots[s]
             if ag.core != c:
@@ -436,6 +441,9 @@ class _Generator:
             bias = self._bias(lt.layer.name, home, lt.channels)
             em.emit(Op.VEC, VecOp.ADD, out.addr, out.addr, bias.addr, lt.channels,
                     reads=(out, bias), writes=(out,))
+            if lt.activation is not None:
+                em.emit(Op.VEC, lt.activation, out.addr, out.addr, 0, lt.channels,
+                        reads=(out,), writes=(out,))
 
         return out, finish
 

@@ -43,6 +43,8 @@ class LayerTasks:
     vec: VecOp = VecOp.OTHER
     repeat: int = 1
     """Element operations per output element for 'unary' layers timed as OTHER."""
+    activation: VecOp | None = None
+    """A crossbar layer's fused activation, applied to each output pixel after the bias."""
 
     def sources(self, layout: Layout, task: int) -> list[tuple[str, int]]:
         """The stored input pixels task ``task`` reads, without repeats, in reading order."""
@@ -142,7 +144,8 @@ def layer_tasks(layer: Layer, layout: Layout) -> LayerTasks:
         if layer.kind is LayerKind.CONV and (src.height, src.width) != tuple(m.input_hw):
             raise InputError(f"layer {layer.name}: convolution input is a view with another "
                              "pixel layout")
-        return LayerTasks(layer, "mvm", inputs[:1], output, out.pixels, out.channels)
+        return LayerTasks(layer, "mvm", inputs[:1], output, out.pixels, out.channels,
+                          activation=VEC_OPS[layer.activation] if layer.activation else None)
     op = layer.op
     if op in ("MaxPool", "AveragePool"):
         vec = VecOp.MAX if op == "MaxPool" else VecOp.ADD

@@ -12,7 +12,7 @@ from google.protobuf.message import DecodeError
 from pimsolve.errors import InputError
 from pimsolve.frontend.fold import fold
 from pimsolve.frontend.ops import NodeContext, converter_for, supported_ops
-from pimsolve.frontend.passes import fold_batchnorm, fuse_erf_gelu
+from pimsolve.frontend.passes import fold_batchnorm, fuse_activation, fuse_erf_gelu
 from pimsolve.ir import Graph, LayerId, Tensor, TensorName
 
 __all__ = ["load_onnx", "read_model", "parse_input_shape"]
@@ -103,7 +103,7 @@ def load_onnx(source: str | Path | onnx.ModelProto, *,
         unique = LayerId(label if count == 0 else f"{label}#{count}")
         layers.append(converter(NodeContext(node, unique, folded)))
     outputs = set(folded.outputs)
-    layers = fuse_erf_gelu(fold_batchnorm(layers, outputs), outputs)
+    layers = fuse_erf_gelu(fuse_activation(fold_batchnorm(layers, outputs), outputs), outputs)
     graph_name = name or (Path(source).stem if not isinstance(source, onnx.ModelProto)
                           else model.graph.name or "model")
     return Graph(

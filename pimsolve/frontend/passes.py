@@ -1,4 +1,5 @@
-"""Graph-level rewrites on the layer list: fold BatchNormalization, fuse Erf-based GELU."""
+"""Graph-level rewrites on the layer list: fold BatchNormalization, fuse activations into
+crossbar layers, fuse Erf-based GELU."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from dataclasses import replace
 
 from pimsolve.ir import Layer, LayerKind
 
-__all__ = ["fold_batchnorm", "fuse_erf_gelu"]
+__all__ = ["fold_batchnorm", "fuse_activation", "fuse_erf_gelu", "FUSED_ACTIVATIONS"]
+
+FUSED_ACTIVATIONS = frozenset({"Relu"})
+"""Activations a crossbar layer's vector unit applies to its output pixels."""
 
 
 def _consumers(layers: list[Layer]) -> dict[str, list[Layer]]:
@@ -41,6 +45,35 @@ def fold_batchnorm(layers: list[Layer], graph_outputs: set[str]) -> list[Layer]:
                                       outputs=layer.outputs, fused=(*source.fused, layer.name))
         dropped.add(layer.name)
     return [folded.get(layer.name, layer) for layer in layers if layer.name not in dropped]
+
+
+def fuse_activation(layers: list[Layer], graph_outputs: set[str]) -> list[Layer]:
+    """Fuse each Relu into the crossbar layer before it, as PIMCOMP's frontend does: the
+    home core applies it to an output pixel right after the bias add, so the pixel is not
+    stored, reloaded and stored again (HT) or routed through another core (LL).
+
+    Applies when the crossbar layer's output feeds only the activation and is not a graph
+    output, and the crossbar layer has no activation yet.
+    """
+    readers = _consumers(layers)
+    producer = {t.name: layer for layer in layers for t in layer.outputs}
+    fused: dict[str, Layer] = {}
+    dropped: set[str] = set()
+    for layer in layers:
+        if layer.op not in FUSED_ACTIVATIONS or len(layer.inputs) != 1:
+            continue
+        source = producer.get(layer.inputs[0].name)
+        if (source is None or not source.is_crossbar or source.name in fused
+                or source.activation is not None
+                or len(readers[layer.inputs[0].name]) != 1
+                or layer.inputs[0].name in graph_outputs
+                or layer.outputs[0].shape != layer.inputs[0].shape):
+            continue
+        fused[source.name] = replace(source, op=f"{source.op}+{layer.op}", outputs=layer.outputs,
+                                     vector_ops=source.vector_ops + layer.vector_ops,
+                                     fused=(*source.fused, layer.name), activation=layer.op)
+        dropped.add(layer.name)
+    return [fused.get(layer.name, layer) for layer in layers if layer.name not in dropped]
 
 
 def _scalar_is(layer: Layer, value: float) -> bool:

@@ -74,6 +74,8 @@ def layer_weights(source: str | Path | onnx.ModelProto, graph: Graph, *,
                 np.zeros(o)
             for fused in layer.fused:
                 bn = by_label[fused]
+                if bn.op_type != "BatchNormalization":
+                    continue
                 scale, shift, mean, var = (value(bn.input[k], (o,)) for k in range(1, 5))
                 factor = scale / np.sqrt(var + _attr(bn, "epsilon", 1e-5))
                 w = w * factor[:, None, None, None]

@@ -115,6 +115,9 @@ class Layer:
     """ONNX attributes and lowering notes (e.g. the TTGT recipe), JSON-safe."""
     fused: tuple[str, ...] = ()
     """Names of the ONNX nodes folded into this layer besides its own."""
+    activation: str | None = None
+    """ONNX op of an activation fused into a crossbar layer (``'Relu'``): its vector unit
+    applies it to each output pixel before the pixel leaves the core (PIMCOMP Sec. VII-A)."""
 
     @property
     def is_crossbar(self) -> bool:

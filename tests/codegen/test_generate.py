@@ -238,7 +238,8 @@ def test_ll_clock_keeps_an_in_order_core_in_program_order(target: str, in_order:
     rows = 3 * t.crossbar.parallel_rows
     slot = ArrayGroupSlot("conv", 0, 0, 0, 0, 0, rows, 8, 1)
     clock = generate_module._Clock(t, [slot])
-    worker = SimpleNamespace(core=0, slots=[0], tasks_of=SimpleNamespace(kind="mvm", channels=8))
+    worker = SimpleNamespace(core=0, slots=[0], tasks_of=SimpleNamespace(kind="mvm", channels=8,
+                                                                  activation=None))
     clock.run(worker, 1, 0.0)
     arrived = clock.send(0, 1, 64, 0.0)
     link = 64 * t.numerics.activation_bits / 8 / t.chip.interconnect.bandwidth_gb_per_s
@@ -285,7 +286,8 @@ def test_ll_clock_books_a_split_task_on_each_of_its_cores() -> None:
     clock = generate_module._Clock(t, slots)
     channels = 8
     worker = SimpleNamespace(core=0, slots=[0, 1],
-                             tasks_of=SimpleNamespace(kind="mvm", channels=channels))
+                             tasks_of=SimpleNamespace(kind="mvm", channels=channels,
+                                                      activation=None))
     link = t.numerics.activation_bits / 8 / t.chip.interconnect.bandwidth_gb_per_s
     done = clock.run(worker, 1, 0.0)
     assert done == pytest.approx(rows * link + t.crossbar.mvm_latency_ns)

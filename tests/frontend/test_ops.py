@@ -392,7 +392,7 @@ def test_batchnorm_after_relu_not_folded() -> None:
     bn = helper.make_node("BatchNormalization", ["r", "s", "b", "mean", "var"], ["y"], name="bn")
     graph = load([conv, relu, bn], {"x": (1, 2, 5, 5)}, ["y"],
                  {"W": w(4, 2, 3, 3)} | _bn_inits(4))
-    assert [layer.op for layer in graph.layers] == ["Conv", "Relu", "BatchNormalization"]
+    assert [layer.op for layer in graph.layers] == ["Conv+Relu", "BatchNormalization"]
     bn_layer = graph.layer("bn")
     assert bn_layer.kind is LayerKind.VECTOR
     assert [t.name for t in bn_layer.inputs] == ["r"]
@@ -406,6 +406,32 @@ def test_batchnorm_not_folded_when_conv_output_is_shared() -> None:
     graph = load([conv, bn, relu], {"x": (1, 2, 5, 5)}, ["y", "z"],
                  {"W": w(4, 2, 3, 3)} | _bn_inits(4))
     assert [layer.op for layer in graph.layers] == ["Conv", "BatchNormalization", "Relu"]
+
+
+def test_relu_fused_into_the_conv_before_it() -> None:
+    conv = helper.make_node("Conv", ["x", "W"], ["c"], name="conv")
+    bn = helper.make_node("BatchNormalization", ["c", "s", "b", "mean", "var"], ["n"], name="bn")
+    relu = helper.make_node("Relu", ["n"], ["y"], name="relu")
+    graph = load([conv, bn, relu], {"x": (1, 2, 5, 5)}, ["y"],
+                 {"W": w(4, 2, 3, 3)} | _bn_inits(4))
+    (layer,) = graph.layers
+    assert layer.op == "Conv+BatchNormalization+Relu"
+    assert layer.activation == "Relu"
+    assert layer.fused == ("bn", "relu")
+    assert [t.name for t in layer.outputs] == ["y"]
+    assert layer.vector_ops == 4 * 3 * 3  # one per output element
+
+
+@pytest.mark.parametrize("outputs", [["y", "c"], ["y", "z"]], ids=["graph_output", "shared"])
+def test_relu_not_fused_when_the_conv_output_is_read_elsewhere(outputs) -> None:
+    conv = helper.make_node("Conv", ["x", "W"], ["c"], name="conv")
+    relu = helper.make_node("Relu", ["c"], ["y"], name="relu")
+    nodes = [conv, relu]
+    if "z" in outputs:
+        nodes.append(helper.make_node("Neg", ["c"], ["z"], name="neg"))
+    graph = load(nodes, {"x": (1, 2, 5, 5)}, outputs, {"W": w(4, 2, 3, 3)})
+    assert graph.layer("conv").activation is None
+    assert graph.layer("relu").op == "Relu"
 
 
 def _erf_gelu_nodes(x: str, y: str) -> list[onnx.NodeProto]:
@@ -653,7 +679,8 @@ def test_input_shapes_resolve_symbolic_dim() -> None:
     graph = load_onnx(_symbolic_model(), input_shapes={"x": (5, 4)})
     assert graph.inputs[0].shape == (5, 4)
     assert mkn(graph.layer("mm")) == (5, 4, 3)
-    assert graph.layer("relu").vector_ops == 15
+    assert graph.layer("mm").activation == "Relu"
+    assert graph.layer("mm").vector_ops == 15  # the fused Relu's
     assert graph.outputs[0].shape == (5, 3)
 
 

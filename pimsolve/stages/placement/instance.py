@@ -6,7 +6,8 @@ input vector) and come from what the reference codegen emits for a replica (see
 home core (the core of its first AG) loads the window's new input pixels from global memory
 (HT) or receives them (LL), copies the im2col slices that span several pixels, sends each AG
 that sits on another core its input slice and receives its partial sums, adds the partial sums
-and the bias on its vector unit, and stores or sends the output pixel. Symbols follow
+and the bias on its vector unit, applies a fused activation (Relu), and stores or sends the
+output pixel. Symbols follow
 ``formulations/placement.md``.
 """
 
@@ -41,7 +42,7 @@ class Choice:
     issue_ns: float
     """t^is_u: issue slots one AG takes per window on its core (steps x issue interval)."""
     home_vfu_ns: float
-    """t^v_u: home vector unit per window (partial-sum and bias adds)."""
+    """t^v_u: home vector unit per window (partial-sum and bias adds, a fused activation)."""
     home_local_ns: float
     """t^c_u: home local-memory port per window (im2col copies)."""
     in_bytes: int
@@ -249,7 +250,7 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
             if u.crossbars_per_ag > per_core or (
                     target.computing_mode == "CM" and u.crossbars > per_core):
                 continue
-            choices.append(_choice(u, geo, target, eb))
+            choices.append(_choice(u, geo, target, eb, graph.layer(m.layer).activation))
         if not choices:
             u = m.unfolding
             need = u.crossbars if target.computing_mode == "CM" else u.crossbars_per_ag
@@ -341,7 +342,7 @@ def _home_bytes(geo, kind: LayerKind, eb: float) -> int:
     return math.ceil((pixels * geo.in_channels + 3 * geo.out_channels) * eb)
 
 
-def _choice(u, geo, target: CrossbarTarget, eb: float) -> Choice:
+def _choice(u, geo, target: CrossbarTarget, eb: float, activation: str | None) -> Choice:
     """Per-window costs of unfolding ``u`` (mirrors ``codegen.generate._mvm_task``)."""
     xb, core = target.crossbar, target.core
     vu, lm = core.vector_unit, core.local_memory
@@ -351,18 +352,21 @@ def _choice(u, geo, target: CrossbarTarget, eb: float) -> Choice:
     cols = u.width
     lanes = math.ceil(cols / vu.lanes) * vu.op_latency_ns
     # the first AG of each group writes the output, every other AG (and every extra row
-    # block) adds one partial-sum vector; the bias add covers all output channels
+    # block) adds one partial-sum vector; the bias add (and a fused activation) covers all
+    # output channels
     adds = (len(rows) - geo.groups) + sum(s - 1 for s in steps)
-    vfu = adds * lanes + math.ceil(geo.out_channels / vu.lanes) * vu.op_latency_ns
+    whole = 1 + (activation is not None)
+    vfu = adds * lanes + whole * math.ceil(geo.out_channels / vu.lanes) * vu.op_latency_ns
     # an AG whose rows span several input pixels gets its slice copied together
     copied = sum(n for _, start, n in rows if start // cg != (start + n - 1) // cg)
     local = copied * eb / lm.bandwidth_gb_per_s
     n_rows = sum(n for _, _, n in rows)
     energy = (u.crossbars_per_ag * n_rows / xb.rows * (xb.mvm_energy_pj + xb.dac_energy_pj)
               + u.crossbars_per_ag * sum(steps) * xb.adc_energy_pj
-              + (adds * cols + geo.out_channels) * vu.energy_pj_per_op
+              + (adds * cols + whole * geo.out_channels) * vu.energy_pj_per_op
               + (n_rows + len(rows) * cols + copied * 2
-                 + 3 * adds * cols) * eb * lm.energy_pj_per_byte)
+                 + 3 * adds * cols + (3 + 2 * (whole - 1)) * geo.out_channels)
+                * eb * lm.energy_pj_per_byte)
     return Choice(u.name, u.array_groups, u.crossbars_per_ag,
                   ag_ns=max(steps) * xb.mvm_latency_ns,
                   issue_ns=max(steps) * core.mvm_issue_interval_ns,
