@@ -225,18 +225,18 @@ def build_model(instance: PlacementInstance, objective: str, *,
                     for name in (f"gport[{k}]", f"gm[{k // per_chip}]"):
                         budget(name).add(_ticks(1) * gbw, loads)
                         budget(name).add(_ticks(layer.store_bytes) * gbw, pr)
-            if ht and delta_of[li] is not None:
-                for k in range(K):
-                    pb = model.product(shared[li, k], delta_of[li], f"Pb[{layer.name},{k}]")
-                    saved_bytes.append(pb)
-                    for name in (f"gport[{k}]", f"gm[{k // per_chip}]"):
-                        budget(name).add(_ticks(1) * gbw, pb)
                 else:
                     inn.add(_ticks(layer.input_bytes) * link, pr)
                     out.add(_ticks(layer.store_bytes) * link, pr)
                     if instance.sync:
                         budget(f"serial[{k}]").add(
                             (_ticks(layer.input_bytes) + _ticks(layer.store_bytes)) * link, pr)
+            if ht and delta_of[li] is not None:
+                for k in range(K):
+                    pb = model.product(shared[li, k], delta_of[li], f"Pb[{layer.name},{k}]")
+                    saved_bytes.append(pb)
+                    for name in (f"gport[{k}]", f"gm[{k // per_chip}]"):
+                        budget(name).add(_ticks(1) * gbw, pb)
     budgets.update(_aggregate_cuts(instance, z))
     crossings = _chip_crossings(model, instance, z, picks, windows, budget("offchip"))
     if ht:

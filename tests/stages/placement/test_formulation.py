@@ -110,6 +110,21 @@ def test_exact_engines_find_the_brute_force_optimum(cores, crossbars, mode, engi
     assert predict(inst, counts).objective(objective) == pytest.approx(want, abs=0.01)
 
 
+@pytest.mark.parametrize(("cores", "crossbars", "communication"),
+                         [(2, 2, "sync"), (2, 3, "async"), (2, 3, "sync")])
+@pytest.mark.parametrize("engine", ["cpsat", "milp", "milp-highs"])
+def test_ll_link_bound_is_exact(cores, crossbars, communication, engine):
+    """LL on a slow link (0.05 GB/s): a core's inbound and outbound pixels (and, sync, its
+    serialized transfers) bound the latency; the model counts them as ``predict`` does."""
+    inst = instance(cores, crossbars, "ll", communication=communication, link_gb_per_s=0.05)
+    want = brute_force(inst, "latency")
+    pm = build_model(inst, "latency")
+    result, values = solve_model(pm.model, engine)
+    assert result.status.value == "optimal"
+    assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1
+    assert predict(inst, decode_values(pm, values)).latency_ns == pytest.approx(want, abs=0.01)
+
+
 @pytest.mark.parametrize(("chips", "crossbars", "mode"),
                          [(2, 3, "ht"), (2, 2, "ll"), (3, 2, "ll")])
 @pytest.mark.parametrize("engine", ["cpsat", "milp", "milp-highs"])
