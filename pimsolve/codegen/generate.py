@@ -126,16 +126,19 @@ def _order_is_schedule(target: CrossbarTarget) -> bool:
 
 class _Clock:
     """Estimated times of the LL list scheduler (ns): when each worker's array groups, each
-    core's MVM issue, vector unit and network ports are next free, (sync communication)
-    until when a transfer blocks its two cores, and (in-order cores) when the core's last
-    emitted instruction starts, before which no later one can. Orders emission only; the
-    simulator is the judge of the real times."""
+    core's MVM issue, vector unit and network ports (out, and in on a mesh) are next free,
+    (sync communication) until when a transfer blocks its two cores, and (in-order cores)
+    when the core's last emitted instruction starts, before which no later one can. Orders
+    emission only; the simulator is the judge of the real times."""
 
     def __init__(self, target: CrossbarTarget, slots: list[ArrayGroupSlot]) -> None:
         self.target, self.slots = target, slots
         n = target.cores
         self.issue, self.vfu, self.tx, self.rx = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
         self.fence = [0.0] * n
+        self.inbound = [0.0] * n
+        """When each core's inbound link is next free (a mesh: one transfer in at a time)."""
+        self.bus = target.chip.interconnect.topology == "bus"
         self.busy: dict[int, float] = {}
         self.byte = target.numerics.activation_bits / 8
         self.link = target.chip.interconnect.bandwidth_gb_per_s
@@ -232,10 +235,12 @@ class _Clock:
 
     def send(self, src: int, dst: int, elements: int, ready: float) -> float:
         """Book one transfer; the time it has arrived (the receiver takes them in order)."""
-        start = self._after_last(src, max(ready, self.tx[src]))
+        start = self._after_last(src, max(ready, self.tx[src], self.inbound[dst]))
         if self.sync:  # the receiver must reach its recv too
             start = self._after_last(dst, max(start, self.fence[src], self.fence[dst]))
         self.tx[src] = start + elements * self.byte / self.link
+        if not self.bus:
+            self.inbound[dst] = self.tx[src]
         self.rx[dst] = max(self.tx[src], self.rx[dst])
         if self.sync:
             self.fence[src] = self.fence[dst] = self.rx[dst]

@@ -15,6 +15,8 @@ The model (documented in ``formulations/simulator.md``), per core:
   / global bandwidth (the chip's global memory serves one transfer at a time) plus its latency;
   send bytes / link bandwidth plus ``hop_latency_ns`` per mesh hop (one hop on a bus, whose
   bandwidth all cores of a chip share; between chips the off-chip link's bandwidth and latency).
+  On a mesh a transfer also holds the receiver's inbound link (its router's ejection port,
+  the link's bandwidth) while it streams: a core takes in one transfer at a time.
 * **sync** communication: a send and its recv start together when both are ready, and both
   block their cores until the data has arrived. **async**: a send occupies only the sender's
   network port; the recv completes when the data arrives.
@@ -121,6 +123,7 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
     ufree = [0.0] * (n_cores * FIXED_UNITS + n_slots)
     gm_free = [0.0] * target.chips
     bus_free = [0.0] * target.chips
+    inbound = [0.0] * n_cores  # a core's inbound link on a mesh
     off_free = [0.0]
     pc = [0] * n_cores
     last = [0.0] * n_cores
@@ -169,6 +172,10 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
             if bus_free[chip] > t:
                 t = bus_free[chip]
             bus_free[chip] = t + busy
+        else:
+            if inbound[dst] > t:
+                t = inbound[dst]
+            inbound[dst] = t + busy
         ufree[u] = t + busy
         return t, t + busy + net.hop_latency_ns * hops(target, src, dst)
 

@@ -183,6 +183,25 @@ def test_bus_is_shared_mesh_ports_are_not(topology, core3):
     assert timeline.makespan_ns == core3[0][1]
 
 
+def test_mesh_receiver_takes_in_one_transfer_at_a_time():
+    """Mesh: cores 0 and 2 both send 4 elements to core 1, ready at 4. Core 0 (granted first:
+    lower core) holds core 1's inbound link [4, 8], arrival 8 + 10 (one hop); core 2's send
+    waits for that link: [8, 12], arrival 12 + 20 (two hops). Core 1's recvs: [0, 18] and,
+    in program order, [18, 32]."""
+    target = make_target(topology="mesh", cores=4, communication="async",
+                         execution="out_of_order")
+    program = make_program([
+        [(W, 0, 0, 0, 0, 4, ()), (SEND, 1, 0, 0, 0, 4, (0,))],
+        [(RECV, 0, 0, 0, 0, 4, ()), (RECV, 2, 4, 0, 0, 4, ())],
+        [(W, 0, 0, 0, 0, 4, ()), (SEND, 1, 0, 0, 0, 4, (0,))],
+        [],
+    ])
+    timeline = simulate(program, target)
+    assert intervals(timeline, 0) == [(0, 4), (4, 8)]
+    assert intervals(timeline, 2) == [(0, 4), (8, 12)]
+    assert intervals(timeline, 1) == [(0, 18), (18, 32)]
+
+
 # ------------------------------------------------------------------ (d) global memory
 
 

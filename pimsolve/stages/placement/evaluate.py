@@ -19,10 +19,10 @@ import numpy as np
 
 from pimsolve.errors import InputError
 from pimsolve.ir.mapping import LayerPlacement, Mapping, Partition
-from pimsolve.stages.placement.instance import PlacementInstance
+from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
-           "window_ns", "path_times", "issue_floors", "need_windows", "memory_per_core",
+           "window_ns", "path_times", "core_floors", "need_windows", "memory_per_core",
            "ChipCrossings", "chip_crossings"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
@@ -215,20 +215,36 @@ def _critical_path(instance: PlacementInstance, counts: list[LayerCounts]) -> fl
     """LL latency: the last finish of ``path_times`` in ns."""
     _, finish = path_times(instance, counts,
                            lambda i, choice, n: window_ns(instance, i, choice) * n,
-                           issue_floors(instance, counts))
+                           core_floors(instance, counts))
     return max(finish, default=0.0)
 
 
-def issue_floors(instance: PlacementInstance, counts: list[LayerCounts],
-                 issue: Callable[[int, int], float] | None = None) -> list[float]:
-    """LL: per layer, the longest any core takes to issue the layer's MVMs, max_k t^is P^y
-    (``issue(layer, choice)`` per AG-window, default t^is in ns). A core issues one MVM
-    per interval, so the replicas of a layer that share a core share its issue slots: on
-    PUMA, where the interval is the whole MVM, two replicas on one core take twice as long."""
-    issue = issue or (lambda i, choice: instance.layers[i].choices[choice].issue_ns)
-    return [issue(i, c.choice) * int(np.max(c.y, initial=0))
-            * layer.windows_per_replica(c.replication)
-            for i, (layer, c) in enumerate(zip(instance.layers, counts, strict=True))]
+def core_floors(instance: PlacementInstance, counts: list[LayerCounts],
+                issue: Callable[[Choice], float] | None = None,
+                link: Callable[[float], float] | None = None) -> list[float]:
+    """LL: per layer, the longest any core is busy with that layer's own work, F^c_l:
+    issuing its MVMs (t^is P^y: the replicas of a layer on one core share its issue slots;
+    on PUMA, where the interval is the whole MVM, two replicas on one core take twice as
+    long), taking in its pixels (the inputs of its homes, the partial sums of their AGs
+    elsewhere, the slices of AGs it holds for other homes: a core's inbound link carries
+    one transfer at a time), sending them out, and, with sync communication, all of that
+    in series. ``issue(u)`` is t^is per AG-window and ``link(bytes)`` a transfer's time
+    (default ns; the hint passes the model's ticks)."""
+    issue = issue or (lambda u: u.issue_ns)
+    link = link or (lambda nbytes: nbytes / instance.link_bytes_per_ns)
+    floors = []
+    for layer, c in zip(instance.layers, counts, strict=True):
+        u, m = layer.choices[c.choice], layer.windows_per_replica(c.replication)
+        away, came, homes = (u.ags * c.rho - c.ell) * m, (c.y - c.ell) * m, c.rho * m
+        busy = [issue(u) * c.y * m,
+                link(u.out_bytes) * away + link(u.in_bytes) * came
+                + link(layer.input_bytes) * homes,
+                link(u.in_bytes) * away + link(u.out_bytes) * came
+                + link(layer.store_bytes) * homes]
+        if instance.sync:
+            busy.append(busy[0] + busy[1] + busy[2])
+        floors.append(max(max(b.tolist(), default=0) for b in busy))
+    return floors
 
 
 def path_times(instance: PlacementInstance, counts: list[LayerCounts],
@@ -236,7 +252,7 @@ def path_times(instance: PlacementInstance, counts: list[LayerCounts],
                floors: list[float] | None = None) -> tuple[list, list]:
     """LL start and finish of each layer's windows under ``duration(layer, choice, n)``, the
     time of n windows, and the whole range of a layer's windows taking no less than its
-    ``floors`` (``issue_floors``), D_l = max(d(l, m_l), floor_l):
+    ``floors`` (``core_floors``), D_l = max(d(l, m_l), floor_l):
     S_l >= S_p + d(p, n) for the n = min(f W_p, m_p) windows l's first window needs (D_p
     if that is all of a replica's m_p); F_l >= S_l + D_l; F_l >= F_p + d(l, 1); and where
     l has several replicas and its windows read the row above them (halo),

@@ -24,7 +24,7 @@ from pimsolve.solve.model import Expr, IntModel, Var, total
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
     chip_crossings,
-    issue_floors,
+    core_floors,
     need_windows,
     path_times,
     predict,
@@ -72,6 +72,10 @@ class _Budget:
     def add(self, coef: Fraction, expr: Expr | Var) -> None:
         if coef:
             self.terms.append((coef, Expr.of(expr)))
+
+    def upper(self, model: IntModel) -> int:
+        """The largest value the right-hand side can take, rounded up."""
+        return math.ceil(self.constant + sum(c * model.bounds_of(e)[1] for c, e in self.terms))
 
     def bound(self, model: IntModel, time: Var, name: str) -> None:
         if not self.terms and not self.constant:
@@ -183,7 +187,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
     gbw = Fraction(1) / Fraction(instance.gm_bytes_per_ns).limit_denominator(10_000)
     travel_bytes: list[tuple[int, Expr]] = []
     saved_bytes: list[Expr] = []
-    windows: dict[tuple[int, int, int], tuple[Var, Var]] = {}  # (py, pr) per (l, u, k)
+    windows: dict[tuple[int, int, int], tuple[Var, Var, Var]] = {}  # (py, pr, pe) per (l, u, k)
     for li, layer in enumerate(instance.layers):
         m = m_of[li]
         agb = budget(f"ag[{layer.name}]")
@@ -196,7 +200,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
                 py = model.product(y[li, ui, k], m, f"Py[{layer.name},{u.unfolding},{k}]")
                 pr = model.product(rho[li, ui, k], m, f"Pr[{layer.name},{u.unfolding},{k}]")
                 pe = model.product(ell[li, ui, k], m, f"Pe[{layer.name},{u.unfolding},{k}]")
-                windows[li, ui, k] = py, pr
+                windows[li, ui, k] = py, pr, pe
                 away = pr * u.ags - pe
                 came = py - pe
                 budget(f"issue[{k}]").add(_ticks(u.issue_ns), py)
@@ -575,10 +579,11 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
                    windows: dict | None = None) -> None:
     """LL: S_l >= S_p + d_pl;  F_l >= S_l + D_l;  F_l >= F_p + t_l;  T >= F_l; and, where
     l's windows read the row above them and l has several replicas, F_l >= S_p + D_p + D_l
-    (``evaluate.path_times``). D_l = tau_l, or with the placement (``windows``: P^y per
-    (l, u, k)) D_l >= tau_l and D_l >= t^is_u P^y_{l,u,k} for every core k: the replicas of l
-    on one core share its MVM issue slots (``evaluate.issue_floors``); then also
-    S_l >= S_p + D_p where l's first window needs all m_p windows of a replica of p."""
+    (``evaluate.path_times``). D_l = tau_l, or with the placement (``windows``: P^y, P^rho,
+    P^ell per (l, u, k)) D_l >= tau_l and D_l >= each of core k's floors for l
+    (``evaluate.core_floors``): t^is P^y (its MVM issue slots), its inbound and outbound
+    link's bytes for l, and (sync) their sum; then also S_l >= S_p + D_p where l's first
+    window needs all m_p windows of a replica of p."""
     n = len(instance.layers)
     horizon = 0
     tau, step, lag = {}, {}, {}
@@ -599,17 +604,35 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
         horizon += model.bounds_of(lag[e.producer, e.consumer])[1]
     if windows is not None:
         whole = {}
+        link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
         for li, layer in enumerate(instance.layers):
-            floors = {(ui, k): (math.ceil(_ticks(layer.choices[ui].issue_ns)), py)
-                      for (a, ui, k), (py, _) in windows.items() if a == li}
-            hi = max([model.bounds_of(tau[li])[1]]
-                     + [t * model.bounds_of(Expr.of(py))[1] for t, py in floors.values()])
+            floors: dict[str, _Budget] = {}
+            for (a, ui, k), (py, pr, pe) in windows.items():
+                if a != li:
+                    continue
+                u = layer.choices[ui]
+                away, came = pr * u.ags - pe, py - pe
+                busy = {"issue": [(Fraction(math.ceil(_ticks(u.issue_ns))), py)],
+                        "in": [(_ticks(u.out_bytes) * link, away),
+                               (_ticks(u.in_bytes) * link, came),
+                               (_ticks(layer.input_bytes) * link, Expr.of(pr))],
+                        "out": [(_ticks(u.in_bytes) * link, away),
+                                (_ticks(u.out_bytes) * link, came),
+                                (_ticks(layer.store_bytes) * link, Expr.of(pr))]}
+                if instance.sync:
+                    busy["serial"] = busy["issue"] + busy["in"] + busy["out"]
+                for what, terms in busy.items():
+                    b = floors.setdefault(f"{what}_floor[{layer.name},{u.unfolding},{k}]",
+                                          _Budget())
+                    for coef, e in terms:
+                        b.add(coef, e)
+            hi = max([model.bounds_of(tau[li])[1]] + [b.upper(model) for b in floors.values()])
             horizon += hi - model.bounds_of(tau[li])[1]
-            whole[li] = Expr.of(model.var(0, hi, f"D[{layer.name}]"))
+            d = model.var(0, hi, f"D[{layer.name}]")
+            whole[li] = Expr.of(d)
             model.add(whole[li] - tau[li], lo=0)
-            for (ui, k), (t, py) in floors.items():
-                model.add(whole[li] - t * py, lo=0,
-                          name=f"issue_floor[{layer.name},{layer.choices[ui].unfolding},{k}]")
+            for name, b in floors.items():
+                b.bound(model, d, name)
         tau = whole
     start = [model.var(0, horizon, f"S[{x.name}]") for x in instance.layers]
     finish = [model.var(0, horizon, f"F[{x.name}]") for x in instance.layers]
@@ -747,8 +770,10 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
         def windows_ticks(i: int, choice: int, n: int) -> int:
             return math.ceil(_ticks(window_ns(inst, i, choice)) * n)
 
-        floors = issue_floors(inst, counts, lambda i, choice: math.ceil(
-            _ticks(inst.layers[i].choices[choice].issue_ns)))
+        link = Fraction(1) / Fraction(inst.link_bytes_per_ns).limit_denominator(10_000)
+        floors = [math.ceil(f) for f in core_floors(
+            inst, counts, lambda u: math.ceil(_ticks(u.issue_ns)),
+            lambda nbytes: _ticks(nbytes) * link)]
         start, finish = path_times(inst, counts, windows_ticks, floors)
         for li, layer in enumerate(inst.layers):
             hint[Var(names[f"S[{layer.name}]"])] = start[li]

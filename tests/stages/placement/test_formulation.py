@@ -296,8 +296,8 @@ def test_replicas_on_one_core_share_its_issue_slots(engine, monkeypatch):
     assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1
     assert predict(inst, decode_values(pm, values)).objective("latency") == pytest.approx(
         want, abs=0.01)
-    monkeypatch.setattr(evaluate, "issue_floors",
-                        lambda inst, counts, issue=None: [0.0] * len(counts))
+    monkeypatch.setattr(evaluate, "core_floors",
+                        lambda inst, counts, issue=None, link=None: [0.0] * len(counts))
     assert brute_force(inst, "latency") < want
 
 
@@ -314,5 +314,5 @@ def test_issue_floor_by_hand():
     together = LayerCounts(two, 2, np.array([4, 0, 0]), np.array([2, 0, 0]), np.array([4, 0, 0]))
     apart = LayerCounts(two, 2, np.array([2, 2, 0]), np.array([1, 1, 0]), np.array([2, 2, 0]))
     assert m == 18
-    assert evaluate.issue_floors(inst, [together, *rest])[0] == 4 * 18 * 1600.0
-    assert evaluate.issue_floors(inst, [apart, *rest])[0] == 2 * 18 * 1600.0
+    assert evaluate.core_floors(inst, [together, *rest])[0] == 4 * 18 * 1600.0
+    assert evaluate.core_floors(inst, [apart, *rest])[0] == 2 * 18 * 1600.0
