@@ -91,6 +91,18 @@ class CoreEmitter:
         self.peak = max(self.peak, self.top)
         return buf
 
+    def alloc_run(self, size: int, count: int) -> list[Buffer]:
+        """``count`` buffers of ``size`` elements at adjacent addresses, so one transfer can
+        fill them all; each is freed on its own (into the pool of its size)."""
+        whole = self.alloc(size * count)
+        parts = []
+        for i in range(count):
+            part = Buffer(whole.addr + i * size, size)
+            part.war = dict(whole.war)
+            parts.append(part)
+        parts[-1].slot = whole.slot - (count - 1) * size
+        return parts
+
     def _reuse(self, size: int, largest: float, spares: Callable[[int], int]) -> Buffer | None:
         """The oldest freed buffer of the smallest slot in ``[size, largest]`` that has more
         than ``spares(slot)`` freed, or None."""

@@ -12,8 +12,10 @@ Both PIMCOMP modes (Sec. VII) are emitted at the convolution-operator granularit
   software-pipelined (a round's partial-sum adds, bias and stores follow the next round's
   loads and MVMs, so an in-order global port never holds a load behind a store); windows are split
   over a layer's replicas in contiguous, equal ranges; a replica keeps the input pixels its next
-  windows share (input reuse of overlapping windows) and loads only new ones; vector layers are
-  spread over all cores in contiguous blocks of pixels.
+  windows share (input reuse of overlapping windows) and loads only new ones, a round's new
+  pixels of one input cache in runs of consecutive pixels, one load per run (the global
+  memory serves one transfer at a time); vector layers are spread over all cores in
+  contiguous blocks of pixels.
 * **LL** (low latency, Alg. 2): one inference through the element pipeline. Output pixels go
   straight to the cores that need them; a task runs as soon as its pixels are there; a pixel's
   memory is freed once no task on that core needs it; vector layers run where most of their
@@ -110,6 +112,17 @@ class _Staged:
     temp: list[tuple[int, Buffer]] = field(default_factory=list)
     out: Buffer | None = None
     """A vector task's output (emitted whole when staged)."""
+
+
+def _consecutive(values: list[int]) -> list[list[int]]:
+    """Sorted ``values`` cut into runs of consecutive integers."""
+    runs: list[list[int]] = []
+    for v in values:
+        if runs and runs[-1][-1] == v - 1:
+            runs[-1].append(v)
+        else:
+            runs.append([v])
+    return runs
 
 
 def _fused(w: _Worker) -> int:
@@ -572,9 +585,11 @@ class _Generator:
             # for its MVM
             # a vector task stores at once: its store waits for one short vector operation,
             # and its output buffer is free for the next task
+            due = [(w, -(-(t + 1) * len(w.tasks) // rounds) - w.next) for w in left]
+            self._prefetch(due)
             staged = []
-            for w in left:
-                for _ in range(-(-(t + 1) * len(w.tasks) // rounds) - w.next):
+            for w, count in due:
+                for _ in range(count):
                     item = self._ht_stage(w)
                     if w.tasks_of.kind == "mvm":
                         staged.append(item)
@@ -590,6 +605,34 @@ class _Generator:
             left = [w for w in left if w.next < len(w.tasks)]
         for w, task, out, finish in pending:
             self._ht_store(w, task, out, finish)
+
+    def _prefetch(self, due: list[tuple[_Worker, int]]) -> None:
+        """Load the new input pixels the next ``count`` tasks of each crossbar worker read
+        (all staged before the round's MVMs anyway), per input cache, in runs: pixels of one
+        tensor at consecutive addresses go in one load. Global memory serves one transfer
+        at a time, so each short load waits in its queue; replicas homed together cover
+        neighbouring windows, whose new pixels are neighbours (a 3x3 window's new column)."""
+        wanted: dict[int, tuple[_Worker, dict[str, set[int]]]] = {}
+        for w, count in due:
+            if w.tasks_of.kind != "mvm":  # a pool streams its pixels, each freed once read
+                continue
+            mine = wanted.setdefault(id(w.cache), (w, {}))[1]
+            for keys in w.sources[w.next:w.next + count]:
+                for tensor, pixel in keys:
+                    if (tensor, pixel) not in w.cache:
+                        mine.setdefault(tensor, set()).add(pixel)
+        for w, per_tensor in wanted.values():
+            em = self.em[w.core]
+            self._working_for(w)
+            for tensor, pixels in per_tensor.items():
+                channels = self.layout.tensors[tensor].channels
+                for run in _consecutive(sorted(pixels)):
+                    if len(run) < 2:
+                        continue
+                    bufs = em.alloc_run(channels, len(run))
+                    em.emit(Op.LOAD, 0, bufs[0].addr, self.layout.pixel_address(tensor, run[0]),
+                            0, channels * len(run), writes=tuple(bufs))
+                    w.cache.update(zip(((tensor, p) for p in run), bufs, strict=True))
 
     def _evict(self, w: _Worker) -> None:
         """Free a vector worker's cached pixels when its next task is rounds away: a pool

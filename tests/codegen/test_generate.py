@@ -81,6 +81,34 @@ def test_colocated_replicas_load_each_pixel_once(network: str) -> None:
 
 
 @pytest.mark.parametrize("network", sorted(NETWORKS))
+def test_colocated_replicas_load_neighbouring_pixels_together(network: str) -> None:
+    """h replicas homed on a core cover h neighbouring windows per round: their new pixels
+    that are neighbours in memory come in one load, so a conv's home issues fewer loads than
+    it loads pixels (and no load splits a pixel)."""
+    result = map_model(NETWORKS[network](), target="isaac", objective="throughput",
+                       settings=ONE_CORE)
+    program = result.program
+    graph = inspect_model(NETWORKS[network]()).graph
+    runs = 0
+    for lp in result.mapping.layers:
+        homes = {cores[0] for cores in lp.cores}
+        if len(homes) == len(lp.cores):
+            continue  # no core is home to two replicas
+        tag = program.layers.index(lp.layer)
+        layer = graph.layer(lp.layer)
+        channels, bias = layer.inputs[0].shape[1], layer.outputs[0].shape[1]
+        for k in homes:
+            core = program.cores[k]
+            sel = (core.code[:, 0] == Op.LOAD) & (core.tags == tag)
+            lengths = list(core.code[sel, 5])
+            lengths.remove(bias)  # one bias load per home
+            lengths = np.array(lengths)
+            assert (lengths % channels == 0).all()
+            runs += len(lengths) < (lengths // channels).sum()
+    assert runs, "no home loads two pixels at once"
+
+
+@pytest.mark.parametrize("network", sorted(NETWORKS))
 def test_colocated_replicas_compute_the_same(network: str) -> None:
     result = functional_check(NETWORKS[network](), target="isaac", mode="ht",
                               settings=ONE_CORE)
