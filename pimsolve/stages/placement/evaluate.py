@@ -22,8 +22,8 @@ from pimsolve.ir.mapping import LayerPlacement, Mapping, Partition
 from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
-           "window_ns", "path_times", "core_floors", "need_windows", "memory_per_core",
-           "ChipCrossings", "chip_crossings"]
+           "window_ns", "path_times", "core_floors", "home_floor", "need_windows",
+           "memory_per_core", "ChipCrossings", "chip_crossings"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
              "offchip", "path")
@@ -245,6 +245,32 @@ def core_floors(instance: PlacementInstance, counts: list[LayerCounts],
             busy.append(busy[0] + busy[1] + busy[2])
         floors.append(max(max(b.tolist(), default=0) for b in busy))
     return floors
+
+
+def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
+               issue: Callable[[Choice], float] | None = None,
+               link: Callable[[float], float] | None = None) -> float:
+    """LL: a lower bound on ``core_floors`` of layer ``li`` under option (u, r) that needs
+    no placement, for the decomposition's master: the home core of a replica runs its m
+    windows' inputs in and outputs out, and between 1 (A in core mode) and
+    min(A, C / X) of its AGs, the others' slices out and partial sums in; the least over
+    that number of the busiest resource (the sum, sync)."""
+    issue = issue or (lambda u: u.issue_ns)
+    link = link or (lambda nbytes: nbytes / instance.link_bytes_per_ns)
+    layer = instance.layers[li]
+    u, m = layer.choices[ui], layer.windows_per_replica(layer.replications[ri])
+    most = min(u.ags, instance.crossbars_per_core // u.crossbars_per_ag)
+    least = u.ags if instance.computing_mode == "CM" else 1
+    best = None
+    for kept in range(least, max(least, most) + 1):
+        away = u.ags - kept
+        busy = [issue(u) * kept,
+                link(u.out_bytes) * away + link(layer.input_bytes),
+                link(u.in_bytes) * away + link(layer.store_bytes)]
+        if instance.sync:
+            busy.append(busy[0] + busy[1] + busy[2])
+        best = max(busy) if best is None else min(best, max(busy))
+    return best * m
 
 
 def path_times(instance: PlacementInstance, counts: list[LayerCounts],

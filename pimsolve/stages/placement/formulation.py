@@ -25,6 +25,7 @@ from pimsolve.stages.placement.evaluate import (
     LayerCounts,
     chip_crossings,
     core_floors,
+    home_floor,
     need_windows,
     path_times,
     predict,
@@ -579,17 +580,28 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
                    windows: dict | None = None) -> None:
     """LL: S_l >= S_p + d_pl;  F_l >= S_l + D_l;  F_l >= F_p + t_l;  T >= F_l; and, where
     l's windows read the row above them and l has several replicas, F_l >= S_p + D_p + D_l
-    (``evaluate.path_times``). D_l = tau_l, or with the placement (``windows``: P^y, P^rho,
-    P^ell per (l, u, k)) D_l >= tau_l and D_l >= each of core k's floors for l
+    (``evaluate.path_times``). D_l >= tau_l and, with the placement (``windows``: P^y,
+    P^rho, P^ell per (l, u, k)), D_l >= each of core k's floors for l
     (``evaluate.core_floors``): t^is P^y (its MVM issue slots), its inbound and outbound
     link's bytes for l, and (sync) their sum; then also S_l >= S_p + D_p where l's first
-    window needs all m_p windows of a replica of p."""
+    window needs all m_p windows of a replica of p. Without it (the master), D_l = tau_l,
+    each option's at least its ``evaluate.home_floor``, which no placement undercuts."""
     n = len(instance.layers)
     horizon = 0
     tau, step, lag = {}, {}, {}
+    link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
+
+    def home(li: int, ui: int, ri: int) -> int:
+        """The master's D of an option: at least what a home does (``home_floor``)."""
+        if windows is not None:
+            return 0
+        return math.ceil(home_floor(instance, li, ui, ri, lambda u: math.ceil(
+            _ticks(u.issue_ns)), lambda nbytes: _ticks(nbytes) * link))
+
     for li, layer in enumerate(instance.layers):
-        tau[li] = total(v * math.ceil(_ticks(window_ns(instance, li, ui))
-                                      * layer.windows_per_replica(layer.replications[ri]))
+        tau[li] = total(v * max(math.ceil(_ticks(window_ns(instance, li, ui))
+                                          * layer.windows_per_replica(layer.replications[ri])),
+                                home(li, ui, ri))
                         for (a, ui, ri), v in z.items() if a == li)
         step[li] = total(v * math.ceil(_ticks(window_ns(instance, li, ui)))
                          for (a, ui, _), v in z.items() if a == li)
@@ -604,7 +616,6 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
         horizon += model.bounds_of(lag[e.producer, e.consumer])[1]
     if windows is not None:
         whole = {}
-        link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
         for li, layer in enumerate(instance.layers):
             floors: dict[str, _Budget] = {}
             for (a, ui, k), (py, pr, pe) in windows.items():

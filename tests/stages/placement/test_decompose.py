@@ -102,11 +102,18 @@ def _option_sets(inst):
     return itertools.product(*per_layer)
 
 
-@pytest.mark.parametrize(("cores", "crossbars", "mode"), CASES[:2] + CASES[3:4])
-def test_master_never_cuts_off_a_placement(cores, crossbars, mode):
+SLOW_SYNC = {"communication": "sync", "link_gb_per_s": 0.2, "issue_ns": 1600}
+"""PUMA-like: one MVM per 1.6 us per core, paired transfers on a slow link, so that the
+master's home floors (``evaluate.home_floor``) bind."""
+
+
+@pytest.mark.parametrize(("cores", "crossbars", "mode", "kwargs"),
+                         [(*case, {}) for case in CASES[:2] + CASES[3:4]]
+                         + [(2, 2, "ll", SLOW_SYNC), (2, 3, "ll", {"link_gb_per_s": 0.2})])
+def test_master_never_cuts_off_a_placement(cores, crossbars, mode, kwargs):
     """For every option set, the master's value there is at most the subproblem's optimum
     (its cuts are valid), and both at most what any placement of it predicts."""
-    inst = instance(cores, crossbars, mode)
+    inst = instance(cores, crossbars, mode, **kwargs)
     objective = "throughput" if mode == "ht" else "latency"
     checked = 0
     for picks in _option_sets(inst):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -19,7 +20,7 @@ import pytest
 from pimsolve.frontend.load import load_onnx
 from pimsolve.lowering import lower
 from pimsolve.solve.model import check_values, solve_model
-from pimsolve.stages.placement import evaluate
+from pimsolve.stages.placement import evaluate, formulation
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
     chip_crossings,
@@ -28,6 +29,7 @@ from pimsolve.stages.placement.evaluate import (
     memory_per_core,
     path_times,
     predict,
+    window_ns,
 )
 from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_model, decode_values
 from pimsolve.stages.placement.instance import build_instance
@@ -299,6 +301,30 @@ def test_replicas_on_one_core_share_its_issue_slots(engine, monkeypatch):
     monkeypatch.setattr(evaluate, "core_floors",
                         lambda inst, counts, issue=None, link=None: [0.0] * len(counts))
     assert brute_force(inst, "latency") < want
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"link_gb_per_s": 0.05},
+                                    {"communication": "sync", "link_gb_per_s": 0.2,
+                                     "issue_ns": 1600}], ids=["isaac", "slow", "sync"])
+def test_home_floor_is_below_every_placement(kwargs):
+    """The master's floor of an option (no placement known) is at most the floor of every
+    placement of it, in ns and in the model's ticks."""
+    inst = instance(2, 3, "ll", **kwargs)
+    ticks = (lambda u: math.ceil(formulation._ticks(u.issue_ns)),
+             lambda nbytes: formulation._ticks(nbytes) / Fraction(
+                 inst.link_bytes_per_ns).limit_denominator(10_000))
+    others = [next(_layer_options(inst, li)) for li in range(len(inst.layers))]
+    binding = 0
+    for li, layer in enumerate(inst.layers):
+        for c in _layer_options(inst, li):
+            counts = [*others[:li], c, *others[li + 1:]]
+            ri = layer.replications.index(c.replication)
+            for scale in ((), ticks):
+                floor = evaluate.home_floor(inst, li, c.choice, ri, *scale)
+                assert floor <= evaluate.core_floors(inst, counts, *scale)[li]
+            binding += evaluate.home_floor(inst, li, c.choice, ri) > window_ns(
+                inst, li, c.choice) * layer.windows_per_replica(c.replication)
+    assert binding or not inst.sync, "the floor never exceeds tau: the case tests nothing"
 
 
 def test_issue_floor_by_hand():
