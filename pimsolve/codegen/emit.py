@@ -63,6 +63,8 @@ class CoreEmitter:
         self.layer = -1
         """Tag of the instructions emitted now: the index of the layer being worked on."""
         self._free: dict[int, deque[Buffer]] = {}
+        self._run_of: dict[int, list] = {}
+        """Parts of runs (``alloc_run``) not yet freed: their run, parts left, all parts."""
         self.top = 0
         self.peak = 0
         self.live = 0
@@ -93,14 +95,17 @@ class CoreEmitter:
 
     def alloc_run(self, size: int, count: int) -> list[Buffer]:
         """``count`` buffers of ``size`` elements at adjacent addresses, so one transfer can
-        fill them all; each is freed on its own (into the pool of its size)."""
+        fill them all. Each is freed on its own; the run's memory returns to the pool, as
+        one slot, once all are (freed parts of runs would otherwise splinter the pools)."""
         whole = self.alloc(size * count)
         parts = []
         for i in range(count):
             part = Buffer(whole.addr + i * size, size)
             part.war = dict(whole.war)
             parts.append(part)
-        parts[-1].slot = whole.slot - (count - 1) * size
+        run = [whole, count, parts]
+        for part in parts:
+            self._run_of[id(part)] = run
         return parts
 
     def _reuse(self, size: int, largest: float, spares: Callable[[int], int]) -> Buffer | None:
@@ -176,6 +181,16 @@ class CoreEmitter:
     def free(self, buf: Buffer) -> None:
         """Return ``buf``; a later allocation of its slot's size, or of down to half of it,
         reuses it after its last access."""
+        run = self._run_of.pop(id(buf), None)
+        if run is not None:
+            run[1] -= 1
+            if run[1]:
+                return
+            buf = run[0]  # the whole run, which waits for every access of its parts
+            for part in run[2]:
+                _latest(buf.writers, part.writers.items())
+                _latest(buf.readers, part.readers.items())
+                _latest(buf.war, part.war.items())
         self._free.setdefault(buf.slot, deque()).append(buf)
         self.live -= buf.slot
 

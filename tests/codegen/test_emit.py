@@ -90,3 +90,41 @@ def test_live_buffers_never_overlap(steps: list[tuple[bool, int]], limit: int) -
         assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:], strict=False))
         assert all(lo >= 0 and hi <= em.top for lo, hi in spans)
         assert em.live == sum(b.slot for b in live)
+
+
+def test_a_run_returns_whole_once_all_its_parts_are_freed() -> None:
+    """Three adjacent 2-element parts filled by one load; freed in any order, the run's 6
+    elements come back as one slot only after the last part, and the next write there
+    waits for the last reader of every part."""
+    em = CoreEmitter(0)
+    parts = em.alloc_run(2, 3)
+    assert [p.addr for p in parts] == [0, 2, 4] and em.live == 6
+    em.emit(Op.LOAD, 0, 0, 0, 0, 6, writes=tuple(parts))
+    reads = [em.emit(Op.STORE, 0, 0, p.addr, 0, 2, reads=(p,)) for p in parts]
+    for p in (parts[2], parts[0]):
+        em.free(p)
+        assert em.live == 6 and not any(em._free.values())  # the run is not back yet
+    em.free(parts[1])
+    assert em.live == 0 and [(b.addr, b.slot) for b in em._free[6]] == [(0, 6)]
+    reuse = em._reuse(6, 12, lambda s: 0)
+    assert reuse is not None and reuse.addr == 0
+    write = em.emit(Op.LOAD, 0, reuse.addr, 0, 0, 6, writes=(reuse,))
+    assert em.deps[write] == (max(reads),)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4), st.integers(1, 3)),
+                min_size=1, max_size=60))
+def test_runs_and_buffers_never_overlap(steps: list[tuple[int, int, int]]) -> None:
+    """Runs and single buffers, freed part by part in any order: live buffers stay disjoint
+    and the live count is the slots of what is held (a run's whole until its last part)."""
+    em = CoreEmitter(0)
+    live: list[Buffer] = []
+    for action, size, count in steps:
+        if action == 0 or not live:
+            live.extend(em.alloc_run(size, count) if count > 1 else [em.alloc(size)])
+        else:
+            em.free(live.pop((action * 7) % len(live)))
+        spans = sorted((b.addr, b.addr + b.size) for b in live)
+        assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:], strict=False))
+        assert all(lo >= 0 and hi <= em.top for lo, hi in spans)
