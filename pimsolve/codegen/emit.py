@@ -93,11 +93,18 @@ class CoreEmitter:
         self.peak = max(self.peak, self.top)
         return buf
 
-    def alloc_run(self, size: int, count: int) -> list[Buffer]:
+    def alloc_run(self, size: int, count: int) -> list[Buffer] | None:
         """``count`` buffers of ``size`` elements at adjacent addresses, so one transfer can
-        fill them all. Each is freed on its own; the run's memory returns to the pool, as
-        one slot, once all are (freed parts of runs would otherwise splinter the pools)."""
-        whole = self.alloc(size * count)
+        fill them all, or None where that would take memory past ``limit``. Each is freed
+        on its own; the run's memory returns to the pool, as one slot, once all are (freed
+        parts of runs would otherwise splinter the pools)."""
+        n = size * count
+        whole = self._reuse(n, 2 * n, self.spares)
+        if whole is None and self.top + n > self.limit:
+            whole = self._reuse(n, self.limit, self.spares) or self._coalesce(n)
+            if whole is None:
+                return None
+        whole = whole or self.alloc(n)
         parts = []
         for i in range(count):
             part = Buffer(whole.addr + i * size, size)

@@ -567,6 +567,9 @@ class _Generator:
 
     # ---- HT: Alg. 1 ----------------------------------------------------------------------
     def high_throughput(self) -> None:
+        limit = self.target.core.local_memory.elements(self.target.numerics.activation_bits)
+        for em in self.em:  # past it, freed slots are merged before new memory is taken
+            em.limit = limit
         workers = [w for lt in self.tasks for w in self._split(lt, self._spread)]
         for w in workers:
             w.sources = [w.tasks_of.sources(self.layout, t) for t in w.tasks]
@@ -630,6 +633,8 @@ class _Generator:
                     if len(run) < 2:
                         continue
                     bufs = em.alloc_run(channels, len(run))
+                    if bufs is None:  # no room for the run: pixel by pixel as tasks read
+                        continue
                     em.emit(Op.LOAD, 0, bufs[0].addr, self.layout.pixel_address(tensor, run[0]),
                             0, channels * len(run), writes=tuple(bufs))
                     w.cache.update(zip(((tensor, p) for p in run), bufs, strict=True))

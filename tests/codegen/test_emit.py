@@ -128,3 +128,15 @@ def test_runs_and_buffers_never_overlap(steps: list[tuple[int, int, int]]) -> No
         spans = sorted((b.addr, b.addr + b.size) for b in live)
         assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:], strict=False))
         assert all(lo >= 0 and hi <= em.top for lo, hi in spans)
+
+
+def test_a_run_never_takes_memory_past_the_limit() -> None:
+    """Under a limit a run takes freed or unused memory within it, else the caller gets None
+    (and loads pixel by pixel); a single buffer still may pass it as the last resort."""
+    em = CoreEmitter(0)
+    em.limit = 6
+    a = em.alloc(4)
+    assert em.alloc_run(2, 2) is None
+    em.free(a)
+    parts = em.alloc_run(2, 3)
+    assert parts is not None and [p.addr for p in parts] == [0, 2, 4] and em.top == 6
