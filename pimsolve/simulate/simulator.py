@@ -137,6 +137,7 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
     queued = [True] * n_cores
     requests: list[tuple[float, int, int]] = []  # (ready time, core, instruction) of shared use
     granted = [-1] * n_cores
+    asked = [-1] * n_cores  # the instruction whose request is queued (one per core)
 
     def wake(k: int) -> None:
         if not queued[k]:
@@ -233,7 +234,9 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 return False
             t = ready(c, i)
             if granted[c] != i:  # the links are shared: book them in time order
-                heapq.heappush(requests, (max(t, ufree[c * FIXED_UNITS + 3]), c, i))
+                if asked[c] != i:
+                    asked[c] = i
+                    heapq.heappush(requests, (max(t, ufree[c * FIXED_UNITS + 3]), c, i))
                 return False
             t0, arrive = wire(c, peer, ee[c][i], t)
             channels.setdefault(key, deque()).append(("data", arrive, 0.0))
@@ -302,7 +305,9 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 ufree[u] = f
             elif op == 4 or op == 5:
                 if granted[c] != i:  # the global memory is shared: book it in time order
-                    heapq.heappush(requests, (t, c, i))
+                    if asked[c] != i:  # woken meanwhile: the request is queued already
+                        asked[c] = i
+                        heapq.heappush(requests, (t, c, i))
                     break
                 x = gm_free[chip]
                 if x > t:
