@@ -63,8 +63,8 @@ class CoreEmitter:
         self.layer = -1
         """Tag of the instructions emitted now: the index of the layer being worked on."""
         self._free: dict[int, deque[Buffer]] = {}
-        self._run_of: dict[int, list] = {}
-        """Parts of runs (``alloc_run``) not yet freed: their run, parts left, all parts."""
+        self._run_of: dict[int, tuple[Buffer, list[Buffer]]] = {}
+        """Parts of runs (``alloc_run``) not yet freed: the run's whole slot and parts."""
         self.top = 0
         self.peak = 0
         self.live = 0
@@ -80,11 +80,34 @@ class CoreEmitter:
         if one is spare, else in new memory. New memory past ``limit`` is the last resort:
         first any larger freed slot, then (``on_full``) a slot the caller frees by spilling,
         even one kept spare."""
+        return self._take(size, past_limit=True)
+
+    def alloc_run(self, size: int, count: int) -> list[Buffer] | None:
+        """``count`` buffers of ``size`` elements at adjacent addresses, so one transfer can
+        fill them all, or None where that would take memory past ``limit``. Each is freed
+        on its own; the run's memory returns to the pool, as one slot, once all are (freed
+        parts of runs would otherwise splinter the pools)."""
+        whole = self._take(size * count, past_limit=False)
+        if whole is None:
+            return None
+        parts = []
+        for i in range(count):
+            part = Buffer(whole.addr + i * size, size)
+            part.war = dict(whole.war)
+            parts.append(part)
+        for part in parts:
+            self._run_of[id(part)] = (whole, parts)
+        return parts
+
+    def _take(self, size: int, past_limit: bool) -> Buffer | None:
+        """``alloc``; without ``past_limit``, None rather than new memory past ``limit``."""
         buf = self._reuse(size, 2 * size, self.spares)
         if buf is None and self.top + size > self.limit:
             buf = self._reuse(size, self.limit, self.spares) or self._coalesce(size)
             while buf is None and self.on_full is not None and self.on_full(self, size):
                 buf = self._reuse(size, self.limit, lambda s: 0) or self._coalesce(size)
+            if buf is None and not past_limit:
+                return None
         if buf is not None:
             return buf
         buf = Buffer(self.top, size)
@@ -92,28 +115,6 @@ class CoreEmitter:
         self.live += size
         self.peak = max(self.peak, self.top)
         return buf
-
-    def alloc_run(self, size: int, count: int) -> list[Buffer] | None:
-        """``count`` buffers of ``size`` elements at adjacent addresses, so one transfer can
-        fill them all, or None where that would take memory past ``limit``. Each is freed
-        on its own; the run's memory returns to the pool, as one slot, once all are (freed
-        parts of runs would otherwise splinter the pools)."""
-        n = size * count
-        whole = self._reuse(n, 2 * n, self.spares)
-        if whole is None and self.top + n > self.limit:
-            whole = self._reuse(n, self.limit, self.spares) or self._coalesce(n)
-            if whole is None:
-                return None
-        whole = whole or self.alloc(n)
-        parts = []
-        for i in range(count):
-            part = Buffer(whole.addr + i * size, size)
-            part.war = dict(whole.war)
-            parts.append(part)
-        run = [whole, count, parts]
-        for part in parts:
-            self._run_of[id(part)] = run
-        return parts
 
     def _reuse(self, size: int, largest: float, spares: Callable[[int], int]) -> Buffer | None:
         """The oldest freed buffer of the smallest slot in ``[size, largest]`` that has more
@@ -190,11 +191,11 @@ class CoreEmitter:
         reuses it after its last access."""
         run = self._run_of.pop(id(buf), None)
         if run is not None:
-            run[1] -= 1
-            if run[1]:
+            whole, parts = run
+            if any(id(part) in self._run_of for part in parts):
                 return
-            buf = run[0]  # the whole run, which waits for every access of its parts
-            for part in run[2]:
+            buf = whole  # the whole run, which waits for every access of its parts
+            for part in parts:
                 _latest(buf.writers, part.writers.items())
                 _latest(buf.readers, part.readers.items())
                 _latest(buf.war, part.war.items())

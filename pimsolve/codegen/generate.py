@@ -282,9 +282,9 @@ class _Generator:
         self._place(workload, mapping)
         self.bias: dict[tuple[str, int], Buffer] = {}
         self.global_top = self.layout.global_elements
+        """End of the global memory used: the layout's tensors, then LL spills."""
         self.estimated_ns: float | None = None
         """LL 'timed': when the clock has the program end (``_Clock.end``)."""
-        """End of the global memory used: the layout's tensors, then LL spills."""
 
     # ---- array groups --------------------------------------------------------------------
     def _place(self, workload: Workload, mapping: Mapping) -> None:

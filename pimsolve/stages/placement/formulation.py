@@ -13,7 +13,7 @@ denominator, so both engines solve exactly the model ``predict`` evaluates (up t
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -31,7 +31,7 @@ from pimsolve.stages.placement.evaluate import (
     predict,
     window_ns,
 )
-from pimsolve.stages.placement.instance import PlacementInstance
+from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "build_master",
            "decode_values", "hint_values", "objective_scale"]
@@ -43,6 +43,20 @@ ENERGY_UNIT_PJ = 1000
 
 def _ticks(ns: float) -> Fraction:
     return Fraction(ns * TICKS_PER_NS).limit_denominator(10_000)
+
+
+def _ns_per_byte(bytes_per_ns: float) -> Fraction:
+    """A bandwidth's time per byte, as the model's coefficients take it."""
+    return Fraction(1) / Fraction(bytes_per_ns).limit_denominator(10_000)
+
+
+def _floor_ticks(instance: PlacementInstance) -> tuple[Callable[[Choice], Fraction],
+                                                       Callable[[float], Fraction]]:
+    """t^is per AG-window and a transfer's time, in ticks as the model's LL floors count
+    them (the ``issue`` and ``link`` of ``evaluate.core_floors`` and ``home_floor``)."""
+    link = _ns_per_byte(instance.link_bytes_per_ns)
+    return (lambda u: Fraction(math.ceil(_ticks(u.issue_ns))),
+            lambda nbytes: _ticks(nbytes) * link)
 
 
 @dataclass
@@ -184,8 +198,8 @@ def build_model(instance: PlacementInstance, objective: str, *,
     def budget(name: str) -> _Budget:
         return budgets.setdefault(name, _Budget())
 
-    link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
-    gbw = Fraction(1) / Fraction(instance.gm_bytes_per_ns).limit_denominator(10_000)
+    link = _ns_per_byte(instance.link_bytes_per_ns)
+    gbw = _ns_per_byte(instance.gm_bytes_per_ns)
     travel_bytes: list[tuple[int, Expr]] = []
     saved_bytes: list[Expr] = []
     windows: dict[tuple[int, int, int], tuple[Var, Var, Var]] = {}  # (py, pr, pe) per (l, u, k)
@@ -278,7 +292,7 @@ def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, wind
     if instance.offchip_bytes_per_ns is None:
         return []
     per_chip = instance.cores_per_chip
-    link = Fraction(1) / Fraction(instance.offchip_bytes_per_ns).limit_denominator(10_000)
+    link = _ns_per_byte(instance.offchip_bytes_per_ns)
     terms: list[tuple[Fraction, Expr]] = []
     homed: dict[tuple[int, int], Expr] = {}
     for li, layer in enumerate(instance.layers):
@@ -498,9 +512,9 @@ def _aggregate_cuts(instance: PlacementInstance, z,
     K, C = instance.cores, instance.crossbars_per_core
     chips = K // instance.cores_per_chip
     ht = instance.mode == "ht"
-    gbw = Fraction(1) / Fraction(instance.gm_bytes_per_ns).limit_denominator(10_000)
-    link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
-    offlink = (Fraction(1) / Fraction(instance.offchip_bytes_per_ns).limit_denominator(10_000)
+    gbw = _ns_per_byte(instance.gm_bytes_per_ns)
+    link = _ns_per_byte(instance.link_bytes_per_ns)
+    offlink = (_ns_per_byte(instance.offchip_bytes_per_ns)
                if instance.offchip_bytes_per_ns is not None else Fraction(0))
     names = ("issue", "vfu", "local", "gport", "gm", "net_in", "net_out", "serial", "offchip")
     sums: dict[str, _Budget] = {name: _Budget() for name in names}
@@ -589,14 +603,13 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
     n = len(instance.layers)
     horizon = 0
     tau, step, lag = {}, {}, {}
-    link = Fraction(1) / Fraction(instance.link_bytes_per_ns).limit_denominator(10_000)
+    issue, link = _floor_ticks(instance)
 
     def home(li: int, ui: int, ri: int) -> int:
         """The master's D of an option: at least what a home does (``home_floor``)."""
         if windows is not None:
             return 0
-        return math.ceil(home_floor(instance, li, ui, ri, lambda u: math.ceil(
-            _ticks(u.issue_ns)), lambda nbytes: _ticks(nbytes) * link))
+        return math.ceil(home_floor(instance, li, ui, ri, issue, link))
 
     for li, layer in enumerate(instance.layers):
         tau[li] = total(v * max(math.ceil(_ticks(window_ns(instance, li, ui))
@@ -623,13 +636,11 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
                     continue
                 u = layer.choices[ui]
                 away, came = pr * u.ags - pe, py - pe
-                busy = {"issue": [(Fraction(math.ceil(_ticks(u.issue_ns))), py)],
-                        "in": [(_ticks(u.out_bytes) * link, away),
-                               (_ticks(u.in_bytes) * link, came),
-                               (_ticks(layer.input_bytes) * link, Expr.of(pr))],
-                        "out": [(_ticks(u.in_bytes) * link, away),
-                                (_ticks(u.out_bytes) * link, came),
-                                (_ticks(layer.store_bytes) * link, Expr.of(pr))]}
+                busy = {"issue": [(issue(u), py)],
+                        "in": [(link(u.out_bytes), away), (link(u.in_bytes), came),
+                               (link(layer.input_bytes), Expr.of(pr))],
+                        "out": [(link(u.in_bytes), away), (link(u.out_bytes), came),
+                                (link(layer.store_bytes), Expr.of(pr))]}
                 if instance.sync:
                     busy["serial"] = busy["issue"] + busy["in"] + busy["out"]
                 for what, terms in busy.items():
@@ -781,10 +792,7 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
         def windows_ticks(i: int, choice: int, n: int) -> int:
             return math.ceil(_ticks(window_ns(inst, i, choice)) * n)
 
-        link = Fraction(1) / Fraction(inst.link_bytes_per_ns).limit_denominator(10_000)
-        floors = [math.ceil(f) for f in core_floors(
-            inst, counts, lambda u: math.ceil(_ticks(u.issue_ns)),
-            lambda nbytes: _ticks(nbytes) * link)]
+        floors = [math.ceil(f) for f in core_floors(inst, counts, *_floor_ticks(inst))]
         start, finish = path_times(inst, counts, windows_ticks, floors)
         for li, layer in enumerate(inst.layers):
             hint[Var(names[f"S[{layer.name}]"])] = start[li]
