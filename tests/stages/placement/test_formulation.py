@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -310,9 +309,7 @@ def test_home_floor_is_below_every_placement(kwargs):
     """The master's floor of an option (no placement known) is at most the floor of every
     placement of it, in ns and in the model's ticks."""
     inst = instance(2, 3, "ll", **kwargs)
-    ticks = (lambda u: math.ceil(formulation._ticks(u.issue_ns)),
-             lambda nbytes: formulation._ticks(nbytes) / Fraction(
-                 inst.link_bytes_per_ns).limit_denominator(10_000))
+    ticks = formulation._floor_ticks(inst)
     others = [next(_layer_options(inst, li)) for li in range(len(inst.layers))]
     binding = 0
     for li, layer in enumerate(inst.layers):
