@@ -126,13 +126,22 @@ class ChipCrossings:
     overlap of c's producer and consumer window ranges (replicas take ranges in core order)."""
     edge_bytes: dict[int, int]
     """x[e] (LL): bytes of edge e that cross chips, ceil(phi (B_e - sum_c v[e, c] / den_e)):
-    what no chip makes for itself, times the consumer's fan-out."""
+    what no chip makes for itself, times the fan-out of the n cores homing the consumer."""
 
     def total_bytes(self, instance: PlacementInstance, counts: list[LayerCounts]) -> int:
         ags = sum(n * (instance.layers[li].choices[counts[li].choice].in_bytes
                        + instance.layers[li].choices[counts[li].choice].out_bytes)
                   for (li, _), n in self.ag_windows.items())
         return ags + sum(self.edge_bytes.values())
+
+    def sent_bytes(self, instance: PlacementInstance) -> list[int]:
+        """LL, per layer: the bytes of its direct output edges that cross chips, which it
+        sends (through a join, the join's output travels, from next to one producer)."""
+        out = [0] * len(instance.layers)
+        for ei, nbytes in self.edge_bytes.items():
+            if instance.edges[ei].direct:
+                out[instance.edges[ei].producer] += nbytes
+        return out
 
 
 def chip_crossings(instance: PlacementInstance, counts: list[LayerCounts]) -> ChipCrossings:
@@ -160,8 +169,8 @@ def chip_crossings(instance: PlacementInstance, counts: list[LayerCounts]) -> Ch
                 overlap[ei, chip] = max(0, min(
                     made[chip], taken[chip], sum(made[:chip + 1]) - sum(taken[:chip]),
                     sum(taken[:chip + 1]) - sum(made[:chip])))
-            phi = instance.fanout(e.consumer, instance.layers[e.consumer].replications.index(
-                counts[e.consumer].replication))
+            phi = instance.fanout(e.consumer,
+                                  max(1, int(np.count_nonzero(counts[e.consumer].rho))))
             away = e.nbytes * den - sum(overlap[ei, c] for c in range(chips))
             edges[ei] = max(0, math.ceil(phi * away / den))
     return ChipCrossings(ags, overlap, edges)
@@ -221,15 +230,18 @@ def _critical_path(instance: PlacementInstance, counts: list[LayerCounts]) -> fl
 
 def core_floors(instance: PlacementInstance, counts: list[LayerCounts],
                 issue: Callable[[Choice], float] | None = None,
-                link: Callable[[float], float] | None = None) -> list[float]:
+                link: Callable[[float], float] | None = None,
+                offlink: Callable[[float], float] | None = None) -> list[float]:
     """LL: per layer, the longest any core is busy with that layer's own work, F^c_l:
     issuing its MVMs (t^is P^y: the replicas of a layer on one core share its issue slots;
     on PUMA, where the interval is the whole MVM, two replicas on one core take twice as
     long), taking in its pixels (the inputs of its homes, the partial sums of their AGs
     elsewhere, the slices of AGs it holds for other homes: a core's inbound link carries
     one transfer at a time), sending them out, and, with sync communication, all of that
-    in series. ``issue(u)`` is t^is per AG-window and ``link(bytes)`` a transfer's time
-    (default ns; the hint passes the model's ticks)."""
+    in series; and with several chips, sending its output edges' crossing bytes x_e over the
+    one off-chip link all chips share. ``issue(u)`` is t^is per AG-window, ``link(bytes)``
+    and ``offlink(bytes)`` a transfer's time (default ns; the hint passes the model's
+    ticks)."""
     issue = issue or (lambda u: u.issue_ns)
     link = link or (lambda nbytes: nbytes / instance.link_bytes_per_ns)
     floors = []
@@ -244,6 +256,10 @@ def core_floors(instance: PlacementInstance, counts: list[LayerCounts],
         if instance.sync:
             busy.append(busy[0] + busy[1] + busy[2])
         floors.append(max(max(b.tolist(), default=0) for b in busy))
+    if instance.offchip_bytes_per_ns is not None:
+        offlink = offlink or (lambda nbytes: nbytes / instance.offchip_bytes_per_ns)
+        for li, nbytes in enumerate(chip_crossings(instance, counts).sent_bytes(instance)):
+            floors[li] = max(floors[li], offlink(nbytes))
     return floors
 
 

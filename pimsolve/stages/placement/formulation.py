@@ -51,12 +51,17 @@ def _ns_per_byte(bytes_per_ns: float) -> Fraction:
 
 
 def _floor_ticks(instance: PlacementInstance) -> tuple[Callable[[Choice], Fraction],
+                                                       Callable[[float], Fraction],
                                                        Callable[[float], Fraction]]:
-    """t^is per AG-window and a transfer's time, in ticks as the model's LL floors count
-    them (the ``issue`` and ``link`` of ``evaluate.core_floors`` and ``home_floor``)."""
+    """t^is per AG-window, a transfer's time on a core's link and on the off-chip link, in
+    ticks as the model's LL floors count them (the ``issue``, ``link`` and ``offlink`` of
+    ``evaluate.core_floors``; ``home_floor`` takes the first two)."""
     link = _ns_per_byte(instance.link_bytes_per_ns)
+    off = (_ns_per_byte(instance.offchip_bytes_per_ns)
+           if instance.offchip_bytes_per_ns is not None else Fraction(0))
     return (lambda u: Fraction(math.ceil(_ticks(u.issue_ns))),
-            lambda nbytes: _ticks(nbytes) * link)
+            lambda nbytes: _ticks(nbytes) * link,
+            lambda nbytes: _ticks(nbytes) * off)
 
 
 @dataclass
@@ -257,14 +262,14 @@ def build_model(instance: PlacementInstance, objective: str, *,
                     for name in (f"gport[{k}]", f"gm[{k // per_chip}]"):
                         budget(name).add(_ticks(1) * gbw, pb)
     budgets.update(_aggregate_cuts(instance, z))
-    crossings = _chip_crossings(model, instance, z, picks, windows, budget("offchip"))
+    crossings, sent = _chip_crossings(model, instance, z, picks, windows, budget("offchip"))
     if ht:
         for k in range(K):
             budget(f"vfu[{k}]").constant += _ticks(instance.vector_core_ns["vfu"])
             budget(f"gport[{k}]").constant += _ticks(instance.vector_core_ns["gport"])
             budget(f"gm[{k // per_chip}]").constant += _ticks(instance.vector_core_ns["gport"])
     else:
-        _critical_path(model, instance, z, budget, windows)
+        _critical_path(model, instance, z, budget, windows, sent)
     for name, b in budgets.items():
         b.bound(model, time, name)
     model.upper[time.index] = _time_upper(model, budgets)
@@ -275,7 +280,8 @@ def build_model(instance: PlacementInstance, objective: str, *,
 
 
 def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, windows,
-                    offchip: _Budget) -> list[tuple[Fraction, Expr]]:
+                    offchip: _Budget) -> tuple[list[tuple[Fraction, Expr]],
+                                               dict[int, list[Var]]]:
     """Several chips: T >= (bytes over the off-chip link) / its bandwidth, the bytes counted as
 
     * per layer, unfolding and chip c: o >= sum_{k in c} (Py - A_u Pr), AG-windows run on c
@@ -288,12 +294,13 @@ def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, wind
 
     The first is a lower bound on what codegen sends; the second an estimate (phi spreads
     the rows replicas share evenly). Returns the (bytes per unit, variable) terms for the
-    energy."""
+    energy, and per layer the x of the edges it sends (LL floors)."""
     if instance.offchip_bytes_per_ns is None:
-        return []
+        return [], {}
     per_chip = instance.cores_per_chip
     link = _ns_per_byte(instance.offchip_bytes_per_ns)
     terms: list[tuple[Fraction, Expr]] = []
+    sent: dict[int, list[Var]] = {li: [] for li in range(len(instance.layers))}
     homed: dict[tuple[int, int], Expr] = {}
     for li, layer in enumerate(instance.layers):
         used = _used_choices(layer, li, picks)
@@ -308,6 +315,7 @@ def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, wind
                 model.add(o - excess, lo=0)
                 terms.append((Fraction(u.in_bytes + u.out_bytes), Expr.of(o)))
     if instance.mode == "ll":
+        spread: dict[int, dict[int, Var]] = {}
         for e in instance.edges:
             a, b, den = instance.edge_rates(e)
             name = f"{instance.layers[e.producer].name}->{instance.layers[e.consumer].name}"
@@ -328,17 +336,39 @@ def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, wind
                     model.add(v - total(ours[:chip + 1]) + total(theirs[:chip]) + g * big,
                               hi=big)
                 shared.append(v)
-            options = [(ri, v) for (li, _, ri), v in z.items() if li == e.consumer]
-            phis = {ri: instance.fanout(e.consumer, ri) for ri, _ in options}
+            if e.consumer not in spread:
+                spread[e.consumer] = _home_cores(model, instance, e.consumer, windows)
+            phis = {n: instance.fanout(e.consumer, n) for n in spread[e.consumer]}
             x = model.var(0, math.ceil(max(phis.values()) * e.nbytes), f"x[{name}]")
-            for ri, zv in options:  # x >= phi_r (B_e - sum_c v_c / den) where z_r = 1
-                k, q = phis[ri].numerator, phis[ri].denominator
+            for n, wv in spread[e.consumer].items():  # x >= phi_n (B_e - sum_c v_c / den)
+                k, q = phis[n].numerator, phis[n].denominator
                 most = k * e.nbytes * den
-                model.add(x * (den * q) + total(shared) * k - zv * most, lo=0)
+                model.add(x * (den * q) + total(shared) * k - wv * most, lo=0)
             terms.append((Fraction(1), Expr.of(x)))
+            if e.direct:
+                sent[e.producer].append(x)
     for nbytes, v in terms:
         offchip.add(_ticks(nbytes) * link, v)
-    return terms
+    return terms, sent
+
+
+def _home_cores(model: IntModel, instance: PlacementInstance, li: int,
+                windows) -> dict[int, Var]:
+    """w[l, n] = 1 iff n cores home replicas of layer l: h[l, k] = [core k homes one]
+    (P^rho_k <= big h_k, h_k <= P^rho_k), sum_n w_n = 1, sum_n n w_n = sum_k h_k."""
+    layer = instance.layers[li]
+    homes = []
+    for k in range(instance.cores):
+        pr = total(windows[li, ui, k][1] for ui in range(len(layer.choices))
+                   if (li, ui, k) in windows)
+        h = model.boolean(f"h[{layer.name},{k}]")
+        model.add(pr - h * max(1, model.bounds_of(pr)[1]), hi=0)
+        model.add(h - pr, hi=0)
+        homes.append(h)
+    w = {n: model.boolean(f"w[{layer.name},{n}]") for n in range(1, len(layer.spread_bytes) + 1)}
+    model.add(total(w.values()), lo=1, hi=1)
+    model.add(total(v * n for n, v in w.items()) - total(homes), lo=0, hi=0)
+    return w
 
 
 def build_master(instance: PlacementInstance, objective: str, *,
@@ -591,19 +621,23 @@ def _time_upper(model: IntModel, budgets: dict[str, _Budget]) -> int:
 
 
 def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
-                   windows: dict | None = None) -> None:
+                   windows: dict | None = None,
+                   crossings: dict[int, list[Var]] | None = None) -> None:
     """LL: S_l >= S_p + d_pl;  F_l >= S_l + D_l;  F_l >= F_p + t_l;  T >= F_l; and, where
     l's windows read the row above them and l has several replicas, F_l >= S_p + D_p + D_l
     (``evaluate.path_times``). D_l >= tau_l and, with the placement (``windows``: P^y,
     P^rho, P^ell per (l, u, k)), D_l >= each of core k's floors for l
     (``evaluate.core_floors``): t^is P^y (its MVM issue slots), its inbound and outbound
-    link's bytes for l, and (sync) their sum; then also S_l >= S_p + D_p where l's first
+    link's bytes for l, and (sync) their sum; with several chips, D_l >= sum of x_e over the
+    direct edges l sends (``crossings``) / B_off, the one off-chip link all chips share;
+    then also
+    S_l >= S_p + D_p where l's first
     window needs all m_p windows of a replica of p. Without it (the master), D_l = tau_l,
     each option's at least its ``evaluate.home_floor``, which no placement undercuts."""
     n = len(instance.layers)
     horizon = 0
     tau, step, lag = {}, {}, {}
-    issue, link = _floor_ticks(instance)
+    issue, link, offlink = _floor_ticks(instance)
 
     def home(li: int, ui: int, ri: int) -> int:
         """The master's D of an option: at least what a home does (``home_floor``)."""
@@ -648,6 +682,10 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
                                           _Budget())
                     for coef, e in terms:
                         b.add(coef, e)
+            if crossings and crossings.get(li):
+                b = floors.setdefault(f"offchip_floor[{layer.name}]", _Budget())
+                for x in crossings[li]:
+                    b.add(offlink(1), x)
             hi = max([model.bounds_of(tau[li])[1]] + [b.upper(model) for b in floors.values()])
             horizon += hi - model.bounds_of(tau[li])[1]
             d = model.var(0, hi, f"D[{layer.name}]")
@@ -772,6 +810,14 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
         name = f"o[{layer.name},{layer.choices[counts[li].choice].unfolding},{chip}]"
         if name in names:
             value[names[name]] = n
+    for layer, c in zip(inst.layers, counts, strict=True):
+        if f"w[{layer.name},1]" not in names:
+            continue
+        for k in range(inst.cores):
+            value[names[f"h[{layer.name},{k}]"]] = int(c.rho[order[k]] > 0)
+        homes = max(1, int(np.count_nonzero(c.rho)))
+        for n in range(1, len(layer.spread_bytes) + 1):
+            value[names[f"w[{layer.name},{n}]"]] = int(n == homes)
     for ei, n in crossings.edge_bytes.items():
         e = inst.edges[ei]
         name = f"{inst.layers[e.producer].name}->{inst.layers[e.consumer].name}"

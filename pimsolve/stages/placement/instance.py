@@ -83,6 +83,11 @@ class PlacementLayer:
     ranges and load their common input pixels once. The average overlap of two adjacent
     ranges, so that h = r replicas on one core load the layer's input exactly once."""
 
+    spread_bytes: tuple[int, ...] = ()
+    """s_{l,n}, per n = 1, 2, ...: the input bytes n contiguous window ranges read in all (the
+    rows neighbouring ranges share counted for each); LL, what n cores homing l's replicas
+    receive, since codegen sends a pixel once to a core however many replicas it homes."""
+
     def overlap(self, ri: int) -> int:
         """delta_{l,r} for r = R_l[ri] (0 where the layer's windows share no input)."""
         return self.overlap_bytes[ri] if self.overlap_bytes else 0
@@ -112,6 +117,10 @@ class Edge:
     nbytes: int = 0
     """B_e: the edge's data per inference, the smaller of the producer's output and the
     consumer's input (lam_{l,1}; a pool between them shrinks it)."""
+    direct: bool = True
+    """The producer's data reaches the consumer through single-input layers (or a Concat)
+    only, so the producer's cores send it; through a join (an Add of two branches) what
+    travels is the join's output, made next to one of its producers."""
 
 
 @dataclass(frozen=True)
@@ -167,12 +176,12 @@ class PlacementInstance:
         den = math.lcm(a.denominator, b.denominator)
         return int(a * den), int(b * den), den
 
-    def fanout(self, layer: int, ri: int) -> Fraction:
-        """phi_{l,r}: r lam_{l,r} / lam_{l,1} (to 1/16), how many times over the r replicas of
-        layer l receive their input in all: the rows neighbouring ranges share go to each."""
-        lay = self.layers[layer]
-        r = lay.replications[ri]
-        return Fraction(r * lay.load_bytes[ri], lay.load_bytes[0]).limit_denominator(16)
+    def fanout(self, layer: int, n: int) -> Fraction:
+        """phi_{l,n}: s_{l,n} / s_{l,1} (to 1/16), how many times over the n cores homing
+        layer l's replicas receive its input in all: the rows neighbouring ranges share go
+        to each."""
+        spread = self.layers[layer].spread_bytes
+        return Fraction(spread[n - 1], spread[0]).limit_denominator(16)
 
     def replica_bytes(self, layer: int, choice: int) -> int:
         """mu^h_l + A_u mu^a_u: local memory of one replica whose AGs all sit at home."""
@@ -263,20 +272,25 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
         if max_replication is not None:
             limit = min(limit, max_replication)
         reps = _replications(m.windows, limit)
+        homes = range(1, min(limit, target.cores) + 1) if mode == "ll" and (
+            target.chips > 1) else range(1, 2)
         if geo.kernel == (1, 1) and geo.strides == (1, 1) or graph.layer(m.layer).kind is (
                 LayerKind.GEMM):
             loads = tuple(math.ceil(m.windows * m.input_bytes_per_window / r) for r in reps)
             overlap = (0,) * len(reps)
+            spread = (math.ceil(m.windows * m.input_bytes_per_window),) * len(homes)
         else:
             pixel = geo.in_channels * eb
-            sums, whole = _range_pixels(geo, m.windows, reps)
+            sums, whole = _range_pixels(geo, m.windows, [*reps, *homes])
+            sums, spread = sums[:len(reps)], tuple(math.ceil(s * pixel)
+                                                   for s in sums[len(reps):])
             loads = tuple(math.ceil(s * pixel / r) for s, r in zip(sums, reps, strict=True))
             overlap = tuple(0 if r == 1 else min(lam, math.floor((s - whole) * pixel / (r - 1)))
                             for s, r, lam in zip(sums, reps, loads, strict=True))
         layers.append(PlacementLayer(m.layer, m.windows, tuple(choices), reps, loads,
                                      m.output_bytes_per_window, m.input_bytes_per_window,
                                      _home_bytes(geo, graph.layer(m.layer).kind, eb),
-                                     overlap))
+                                     overlap, spread))
     edges, depth = _pipeline(graph, [p.name for p in layers])
     edges = tuple(replace(e, nbytes=math.floor(min(
         layers[e.producer].windows * layers[e.producer].store_bytes,
@@ -399,14 +413,18 @@ def _pipeline(graph: Graph, mvm_names: list[str]) -> tuple[tuple[Edge, ...], int
             needed = min(geo.input_hw[0], (geo.kernel[0] - 1) * geo.dilations[0] + 1
                          - geo.pads[0])
             fraction = max(needed, 1) / geo.input_hw[0]
-        seen, stack = set(), list(dag.predecessors(name))
+        seen, stack = set(), [(p, False) for p in dag.predecessors(name)]
+        direct: dict[int, bool] = {}
         while stack:
-            p = stack.pop()
-            if p in seen:
+            p, joined = stack.pop()
+            if (p, joined) in seen:
                 continue
-            seen.add(p)
+            seen.add((p, joined))
             if p in index:
-                edges.append(Edge(index[p], index[name], fraction, halo))
+                direct[index[p]] = direct.get(index[p], False) or not joined
             else:
-                stack.extend(dag.predecessors(p))
-    return tuple(sorted(set(edges), key=lambda e: (e.consumer, e.producer))), depth
+                before = list(dag.predecessors(p))
+                joined = joined or len(before) > 1 and graph.layer(p).op != "Concat"
+                stack.extend((q, joined) for q in before)
+        edges += [Edge(p, index[name], fraction, halo, direct=d) for p, d in direct.items()]
+    return tuple(sorted(edges, key=lambda e: (e.consumer, e.producer))), depth

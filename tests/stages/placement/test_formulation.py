@@ -176,7 +176,8 @@ def test_edge_crossings_follow_the_window_ranges():
     """Three chips: conv1's two replicas on chips 0 and 1 make windows [0, 18) and [18, 36),
     conv2's on chips 1 and 2 take [0, 18) and [18, 36); chip 1 makes the second half and
     takes the first, so all 576 bytes cross (moving shares alone would count 288), and each
-    of conv2's replicas reads 4 of the 6 input rows (fan-out 4/3): 768 bytes."""
+    of conv2's replicas reads 4 of the 6 input rows (fan-out 4/3 over its two home cores):
+    768 bytes."""
     inst = instance(1, 3, "ll", chips=3)
     conv1, conv2, _ = inst.layers
     two = [u.ags for u in conv1.choices].index(2)
@@ -187,7 +188,7 @@ def test_edge_crossings_follow_the_window_ranges():
                           np.array([0, 1, 1])),
               LayerCounts(0, 1, np.array([0, 0, 1]), np.array([0, 0, 1]), np.array([0, 0, 1]))]
     crossings = chip_crossings(inst, counts)
-    assert inst.fanout(1, conv2.replications.index(2)) == Fraction(4, 3)
+    assert inst.fanout(1, 2) == Fraction(4, 3)
     assert crossings.edge_bytes[0] == 768
     # conv2's second replica (chip 2) feeds fc on chip 2: half its 16 bytes stay
     assert crossings.edge_bytes[1] == 8
@@ -195,6 +196,31 @@ def test_edge_crossings_follow_the_window_ranges():
     counts[1] = LayerCounts(one, 2, np.array([1, 1, 0]), np.array([1, 1, 0]),
                             np.array([1, 1, 0]))
     assert chip_crossings(inst, counts).edge_bytes[0] == 0
+    # both of conv2's replicas homed on chip 1's core: codegen sends that core each pixel
+    # once (fan-out 1), and chip 1 makes half of them: 288 bytes
+    counts[1] = LayerCounts(one, 2, np.array([0, 2, 0]), np.array([0, 2, 0]),
+                            np.array([0, 2, 0]))
+    assert inst.fanout(1, 1) == 1
+    assert chip_crossings(inst, counts).edge_bytes[0] == 288
+
+
+def test_layer_sending_over_the_off_chip_link_takes_at_least_its_bytes_time():
+    """LL: conv1 sends the 768 crossing bytes above over the one 0.005 B/ns link all chips
+    share while it runs: its windows take 153.6 us at least, whatever its cores do."""
+    inst = instance(1, 3, "ll", chips=3)
+    conv1, conv2, _ = inst.layers
+    two = [u.ags for u in conv1.choices].index(2)
+    one = [u.ags for u in conv2.choices].index(1)
+    counts = [LayerCounts(two, 2, np.array([2, 2, 0]), np.array([1, 1, 0]),
+                          np.array([2, 2, 0])),
+              LayerCounts(one, 2, np.array([0, 1, 1]), np.array([0, 1, 1]),
+                          np.array([0, 1, 1])),
+              LayerCounts(0, 1, np.array([0, 0, 1]), np.array([0, 0, 1]), np.array([0, 0, 1]))]
+    floors = evaluate.core_floors(inst, counts)
+    assert floors[0] == pytest.approx(768 / 0.005)
+    assert floors[1] >= 8 / 0.005  # conv2's 8 bytes to fc
+    free = evaluate.core_floors(dataclasses.replace(inst, offchip_bytes_per_ns=None), counts)
+    assert free[0] < floors[0]
 
 
 @pytest.mark.parametrize("objective", ["energy"])
@@ -298,7 +324,7 @@ def test_replicas_on_one_core_share_its_issue_slots(engine, monkeypatch):
     assert predict(inst, decode_values(pm, values)).objective("latency") == pytest.approx(
         want, abs=0.01)
     monkeypatch.setattr(evaluate, "core_floors",
-                        lambda inst, counts, issue=None, link=None: [0.0] * len(counts))
+                        lambda inst, counts, *ticks: [0.0] * len(counts))
     assert brute_force(inst, "latency") < want
 
 
@@ -317,7 +343,7 @@ def test_home_floor_is_below_every_placement(kwargs):
             counts = [*others[:li], c, *others[li + 1:]]
             ri = layer.replications.index(c.replication)
             for scale in ((), ticks):
-                floor = evaluate.home_floor(inst, li, c.choice, ri, *scale)
+                floor = evaluate.home_floor(inst, li, c.choice, ri, *scale[:2])
                 assert floor <= evaluate.core_floors(inst, counts, *scale)[li]
             binding += evaluate.home_floor(inst, li, c.choice, ri) > window_ns(
                 inst, li, c.choice) * layer.windows_per_replica(c.replication)

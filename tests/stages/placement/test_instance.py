@@ -1,13 +1,16 @@
-"""The instance's HT load counts: the one-pass pixel count equals a per-range set count."""
+"""The instance's pixel counts (the one-pass count equals a per-range set count) and its LL
+edges on a real residual network."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from types import SimpleNamespace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pimsolve.stages.placement.instance import _range_pixels
+from pimsolve.api import _crossbar_target, inspect_model
+from pimsolve.stages.placement.instance import _range_pixels, build_instance
 
 
 def _naive(geo, windows: range) -> int:
@@ -44,3 +47,27 @@ def test_range_pixels_match_a_set_count(hi, wi, k, stride, pad, dilation, batch,
     for r, got in zip(reps, sums, strict=True):
         assert got == sum(_naive(geo, range(i * windows // r, (i + 1) * windows // r))
                           for i in range(r))
+
+
+def test_residual_edges_and_spread_on_resnet18():
+    """resnet18-28 on arch-c (16 chips), LL: a branch's conv feeds the next directly, while
+    what crosses an Add is the Add's output (not direct); n home cores of a 3x3 conv receive
+    the rows neighbouring ranges share once each, so the fan-out grows with n from 1."""
+    target = _crossbar_target("arch-c")
+    inspection = inspect_model("resnet18-28", target=target)
+    inst = build_instance(inspection.graph, inspection.workload, target, "ll")
+    direct = {(inst.layers[e.producer].name, inst.layers[e.consumer].name): e.direct
+              for e in inst.edges}
+    assert direct["Conv_0", "layer1.0/Conv_1"]
+    assert direct["layer1.0/Conv_1", "layer1.0/Conv_2"]
+    assert not direct["layer1.0/Conv_2", "layer1.1/Conv_3"]  # through Add + Relu
+    assert not direct["Conv_0", "layer1.1/Conv_3"]  # the skip
+    conv1 = inst.layer_index("layer1.0/Conv_1")
+    layer = inst.layers[conv1]
+    assert len(layer.spread_bytes) == min(target.cores, max(layer.replications))
+    assert layer.spread_bytes[0] == layer.load_bytes[0]
+    # while each core's range is at least one row of 28 windows (thinner ranges straddle
+    # rows or not depending on how 784 divides)
+    phis = [inst.fanout(conv1, n) for n in range(1, 29)]
+    assert phis[0] == 1 and all(a <= b for a, b in zip(phis, phis[1:], strict=False))
+    assert phis[1] == Fraction(30, 28)  # two halves of 28 rows: each reads one row more
