@@ -5,7 +5,8 @@ so on 100+ cores its relaxation is weak and CP-SAT proves little. Split along th
 (logic-based Benders, written up in ``formulations/placement.md``):
 
 * **master** (``build_master``): the options z alone (unfolding and replication per layer),
-  bounded by cuts valid for every placement of those options; small, solved to optimality;
+  bounded by cuts valid for every placement of those options; small, solved to optimality
+  if it can be within half the time left (else its best options go on, unproven);
 * **subproblem** (``build_model(picks=...)``): with the options fixed, windows per replica are
   constants and the model is linear; it places the AGs on the cores (hinted by ``pack``);
 * **cut**: once the subproblem proves ``v`` for the options ``z*``, the master learns
@@ -39,6 +40,10 @@ from pimsolve.stages.placement.formulation import (
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["solve_decomposed", "picks_of"]
+
+MASTER_SHARE = 0.5
+"""Of the time left, what one master solve may take: past it, its incumbent's options go to
+the subproblem unproven (the master's bound stays a valid lower bound)."""
 
 Picks = tuple[tuple[int, int], ...]
 """Per layer: (unfolding index, replication index)."""
@@ -116,7 +121,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             master, master_upper = _master(instance, objective, best, settled), best
         t = time.perf_counter()
         master_result, values = solve_model(master.model, engine,
-                                            replace(options, time_limit_s=left,
+                                            replace(options, time_limit_s=left * MASTER_SHARE,
                                                     relative_gap=None))
         stats["master_s"] += time.perf_counter() - t
         if master_result.status == Status.INFEASIBLE:  # every option set is settled
@@ -127,11 +132,12 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         if best is not None and best - lower <= goal * abs(best) + 1e-9:
             proven = True
             break
-        if values is None or master_result.status != Status.OPTIMAL:
+        if values is None:
             break
         picks = _master_picks(master, values)
         if picks in settled:  # its cut already holds the master here: nothing left to learn
-            proven = best is not None and best <= master_result.objective
+            proven = (master_result.status == Status.OPTIMAL and best is not None
+                      and best <= master_result.objective)
             break
         stats["iterations"] += 1
         left = limit - (time.perf_counter() - began)
