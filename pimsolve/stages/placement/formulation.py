@@ -337,7 +337,9 @@ def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, wind
                               hi=big)
                 shared.append(v)
             if e.consumer not in spread:
-                spread[e.consumer] = _home_cores(model, instance, e.consumer, windows)
+                most = max(instance.layers[e.consumer].replications[ri]
+                           for (li, _, ri) in z if li == e.consumer)
+                spread[e.consumer] = _home_cores(model, instance, e.consumer, windows, most)
             phis = {n: instance.fanout(e.consumer, n) for n in spread[e.consumer]}
             x = model.var(0, math.ceil(max(phis.values()) * e.nbytes), f"x[{name}]")
             for n, wv in spread[e.consumer].items():  # x >= phi_n (B_e - sum_c v_c / den)
@@ -353,9 +355,10 @@ def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, wind
 
 
 def _home_cores(model: IntModel, instance: PlacementInstance, li: int,
-                windows) -> dict[int, Var]:
+                windows, most: int) -> dict[int, Var]:
     """w[l, n] = 1 iff n cores home replicas of layer l: h[l, k] = [core k homes one]
-    (P^rho_k <= big h_k, h_k <= P^rho_k), sum_n w_n = 1, sum_n n w_n = sum_k h_k."""
+    (P^rho_k <= big h_k, h_k <= P^rho_k), sum_n w_n = 1, sum_n n w_n = sum_k h_k; n is at
+    most ``most``, the largest replication the model offers l."""
     layer = instance.layers[li]
     homes = []
     for k in range(instance.cores):
@@ -365,7 +368,8 @@ def _home_cores(model: IntModel, instance: PlacementInstance, li: int,
         model.add(pr - h * max(1, model.bounds_of(pr)[1]), hi=0)
         model.add(h - pr, hi=0)
         homes.append(h)
-    w = {n: model.boolean(f"w[{layer.name},{n}]") for n in range(1, len(layer.spread_bytes) + 1)}
+    w = {n: model.boolean(f"w[{layer.name},{n}]")
+         for n in range(1, min(most, len(layer.spread_bytes)) + 1)}
     model.add(total(w.values()), lo=1, hi=1)
     model.add(total(v * n for n, v in w.items()) - total(homes), lo=0, hi=0)
     return w
@@ -817,7 +821,8 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
             value[names[f"h[{layer.name},{k}]"]] = int(c.rho[order[k]] > 0)
         homes = max(1, int(np.count_nonzero(c.rho)))
         for n in range(1, len(layer.spread_bytes) + 1):
-            value[names[f"w[{layer.name},{n}]"]] = int(n == homes)
+            if f"w[{layer.name},{n}]" in names:
+                value[names[f"w[{layer.name},{n}]"]] = int(n == homes)
     for ei, n in crossings.edge_bytes.items():
         e = inst.edges[ei]
         name = f"{inst.layers[e.producer].name}->{inst.layers[e.consumer].name}"
