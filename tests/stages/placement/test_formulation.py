@@ -172,12 +172,9 @@ def test_chip_crossings_by_hand():
     assert mapping.layers[0].cores == ((0, 0, 1),)
 
 
-def test_edge_crossings_follow_the_window_ranges():
-    """Three chips: conv1's two replicas on chips 0 and 1 make windows [0, 18) and [18, 36),
-    conv2's on chips 1 and 2 take [0, 18) and [18, 36); chip 1 makes the second half and
-    takes the first, so all 576 bytes cross (moving shares alone would count 288), and each
-    of conv2's replicas reads 4 of the 6 input rows (fan-out 4/3 over its two home cores):
-    768 bytes."""
+def _three_chips():
+    """Three chips of one core: conv1's two replicas (2 AGs) homed on chips 0 and 1, conv2's
+    two (1 AG) on chips 1 and 2, fc on chip 2; and the index of conv2's 1-AG unfolding."""
     inst = instance(1, 3, "ll", chips=3)
     conv1, conv2, _ = inst.layers
     two = [u.ags for u in conv1.choices].index(2)
@@ -187,6 +184,16 @@ def test_edge_crossings_follow_the_window_ranges():
               LayerCounts(one, 2, np.array([0, 1, 1]), np.array([0, 1, 1]),
                           np.array([0, 1, 1])),
               LayerCounts(0, 1, np.array([0, 0, 1]), np.array([0, 0, 1]), np.array([0, 0, 1]))]
+    return inst, counts, one
+
+
+def test_edge_crossings_follow_the_window_ranges():
+    """Three chips: conv1's two replicas on chips 0 and 1 make windows [0, 18) and [18, 36),
+    conv2's on chips 1 and 2 take [0, 18) and [18, 36); chip 1 makes the second half and
+    takes the first, so all 576 bytes cross (moving shares alone would count 288), and each
+    of conv2's replicas reads 4 of the 6 input rows (fan-out 4/3 over its two home cores):
+    768 bytes."""
+    inst, counts, one = _three_chips()
     crossings = chip_crossings(inst, counts)
     assert inst.fanout(1, 2) == Fraction(4, 3)
     assert crossings.edge_bytes[0] == 768
@@ -207,15 +214,7 @@ def test_edge_crossings_follow_the_window_ranges():
 def test_layer_sending_over_the_off_chip_link_takes_at_least_its_bytes_time():
     """LL: conv1 sends the 768 crossing bytes above over the one 0.005 B/ns link all chips
     share while it runs: its windows take 153.6 us at least, whatever its cores do."""
-    inst = instance(1, 3, "ll", chips=3)
-    conv1, conv2, _ = inst.layers
-    two = [u.ags for u in conv1.choices].index(2)
-    one = [u.ags for u in conv2.choices].index(1)
-    counts = [LayerCounts(two, 2, np.array([2, 2, 0]), np.array([1, 1, 0]),
-                          np.array([2, 2, 0])),
-              LayerCounts(one, 2, np.array([0, 1, 1]), np.array([0, 1, 1]),
-                          np.array([0, 1, 1])),
-              LayerCounts(0, 1, np.array([0, 0, 1]), np.array([0, 0, 1]), np.array([0, 0, 1]))]
+    inst, counts, _ = _three_chips()
     floors = evaluate.core_floors(inst, counts)
     assert floors[0] == pytest.approx(768 / 0.005)
     assert floors[1] >= 8 / 0.005  # conv2's 8 bytes to fc
