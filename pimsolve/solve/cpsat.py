@@ -2,11 +2,13 @@
 
 Formulations build ``CpModel`` objects with the CP-SAT API directly (re-exported here, so only
 this package imports ortools) and hand them to ``solve_cpsat``. A time limit or an interrupt
-returns the best solution found with its bound; ``OPTIMAL`` means CP-SAT proved it.
+returns the best solution found with its bound (or, before the first solution, the bound
+alone); ``OPTIMAL`` means CP-SAT proved it.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -109,7 +111,8 @@ def solve_cpsat(model: CpModel, options: SolveOptions | None = None, *,
                        deterministic_used=solver.deterministic_time)
     has = status in (Status.OPTIMAL, Status.FEASIBLE)
     objective = solver.objective_value if has else None
-    bound = solver.best_objective_bound if has else None
+    bound = (solver.best_objective_bound if status != Status.INFEASIBLE
+             and math.isfinite(solver.best_objective_bound) else None)
     values = CpValues({i: solver.value(model.get_int_var_from_proto_index(i))
                        for i in range(len(model.proto.variables))} if has else {})
     result = SolveResult(

@@ -44,6 +44,9 @@ __all__ = ["solve_decomposed", "picks_of"]
 MASTER_SHARE = 0.5
 """Of the time left, what one master solve may take: past it, its incumbent's options go to
 the subproblem unproven (the master's bound stays a valid lower bound)."""
+UNSEEDED_SHARE = 0.25
+"""Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
+no placement in it is parked (below)."""
 
 Picks = tuple[tuple[int, int], ...]
 """Per layer: (unfolding index, replication index)."""
@@ -108,8 +111,12 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         known[p] = start
         best, best_counts = _model_units(instance, objective, start), start
     lower = 0.0
-    stats = {"iterations": 0.0, "master_s": 0.0, "subproblem_s": 0.0, "subproblems_optimal": 0.0}
+    stats = {"iterations": 0.0, "master_s": 0.0, "subproblem_s": 0.0, "subproblems_optimal": 0.0,
+             "parked": 0.0}
     settled: dict[Picks, float] = {}  # option sets settled: the bound proved (inf: none fits)
+    # parked: option sets whose subproblem found no placement in its share and that the master
+    # no longer offers; each keeps the master's value when it was chosen, a bound for it
+    parked: dict[Picks, float] = {}
     master, master_upper = None, None
     proven, master_result = False, None
     while True:
@@ -118,42 +125,60 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             break
         if master is None or best is not None and (master_upper is None
                                                    or best < 0.98 * master_upper):
-            master, master_upper = _master(instance, objective, best, settled), best
+            master, master_upper = _master(instance, objective, best, settled, parked), best
         t = time.perf_counter()
         master_result, values = solve_model(master.model, engine,
                                             replace(options, time_limit_s=left * MASTER_SHARE,
                                                     relative_gap=None))
         stats["master_s"] += time.perf_counter() - t
-        if master_result.status == Status.INFEASIBLE:  # every option set is settled
-            lower, proven = min(settled.values(), default=math.inf), True
-            break
-        if master_result.bound is not None:
-            lower = max(lower, math.ceil(master_result.bound - 1e-9))
-        if best is not None and best - lower <= goal * abs(best) + 1e-9:
-            proven = True
-            break
-        if values is None:
-            break
-        picks = _master_picks(master, values)
-        if picks in settled:  # its cut already holds the master here: nothing left to learn
-            proven = (master_result.status == Status.OPTIMAL and best is not None
-                      and best <= master_result.objective)
-            break
+        retry = master_result.status == Status.INFEASIBLE and bool(parked)
+        if master_result.status == Status.INFEASIBLE:  # every option set settled or parked
+            lower = min([*settled.values(), *parked.values()], default=math.inf)
+            if not retry:
+                proven = True
+                break
+            # only parked sets are left: the most promising one gets all the time left
+            picks = min(parked, key=parked.__getitem__)
+            floor = parked.pop(picks)
+        else:
+            if master_result.bound is not None:  # parked options are outside the master
+                lower = max(lower, min(math.ceil(master_result.bound - 1e-9),
+                                       min(parked.values(), default=math.inf)))
+            if best is not None and best - lower <= goal * abs(best) + 1e-9:
+                proven = True
+                break
+            if values is None:
+                break
+            picks = _master_picks(master, values)
+            if picks in settled:  # its cut already holds the master here: nothing to learn
+                proven = (master_result.status == Status.OPTIMAL and best is not None
+                          and best <= master_result.objective)
+                break
+            floor = math.ceil((master_result.objective if master_result.status == Status.OPTIMAL
+                               else master_result.bound) - 1e-9)
         stats["iterations"] += 1
         left = limit - (time.perf_counter() - began)
         if left <= 0:
+            if retry:
+                parked[picks] = floor
             break
         sub = build_model(instance, objective, picks=picks)
         seed = _seed(instance, objective, picks, known)
+        share = left if seed is not None or retry else min(left, limit * UNSEEDED_SHARE)
         t = time.perf_counter()
         result, sub_values = solve_model(
-            sub.model, engine, replace(options, time_limit_s=left, relative_gap=goal),
+            sub.model, engine, replace(options, time_limit_s=share, relative_gap=goal),
             hint=hint_values(sub, seed) if seed is not None else None)
         stats["subproblem_s"] += time.perf_counter() - t
         name = f"cut{int(stats['iterations'])}"
         if result.status == Status.INFEASIBLE:
             _exclude(master, picks, name)
             settled[picks] = math.inf
+            continue
+        if sub_values is None and share < left:  # nothing found in its share: park it
+            _exclude(master, picks, name)
+            parked[picks] = floor  # the master's value there bounds it
+            stats["parked"] += 1
             continue
         if sub_values is not None:
             counts = decode_values(sub, sub_values)
@@ -164,8 +189,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                     progress(Progress(time.perf_counter() - began, best, lower))
         if result.status == Status.OPTIMAL:
             stats["subproblems_optimal"] += 1
-        if result.status != Status.OPTIMAL and (
-                result.bound is None or result.bound <= master_result.objective):
+        if result.status != Status.OPTIMAL and (result.bound is None or result.bound <= floor):
+            if retry:
+                parked[picks] = floor
             break  # the subproblem ran out of time without raising the master's bound
         settled[picks] = math.ceil(result.bound - 1e-9)
         _add_cut(master, picks, settled[picks], name)
@@ -191,9 +217,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
 
 
 def _master(instance: PlacementInstance, objective: str, upper: float | None,
-            settled: dict[Picks, float]) -> PlacementModel:
+            settled: dict[Picks, float], parked: dict[Picks, float]) -> PlacementModel:
     """The master for placements better than ``upper`` (model units), with every settled
-    option set's cut."""
+    option set's cut and without the parked ones."""
     master = build_master(instance, objective,
                           upper=None if upper is None else math.floor(upper))
     for i, (picks, value) in enumerate(settled.items()):
@@ -201,6 +227,8 @@ def _master(instance: PlacementInstance, objective: str, upper: float | None,
             _exclude(master, picks, f"settled{i}")
         else:
             _add_cut(master, picks, value, f"settled{i}")
+    for i, picks in enumerate(parked):
+        _exclude(master, picks, f"parked{i}")
     return master
 
 

@@ -172,3 +172,35 @@ def test_time_limit_keeps_the_start():
     assert counts is start
     assert result.status == Status.FEASIBLE and result.objective is not None
     assert result.stop_reason.value == "time_limit"
+
+
+def test_a_parked_option_set_keeps_the_bound_valid(monkeypatch):
+    """A subproblem no greedy placement seeds that finds nothing in its share is parked: the
+    master moves on to other options, the bound stays at most the parked set's master value
+    (it still bounds the brute-force optimum), and once the master has nothing else, the
+    parked set gets the time left."""
+    from pimsolve.stages.placement import decompose
+
+    inst = instance(2, 2, "ht")
+    want = brute_force(inst, "throughput") * TICKS_PER_NS
+    calls = []
+
+    def first_subproblem_finds_nothing(model, engine, options, **kwargs):
+        if options.relative_gap is not None:  # a subproblem (the master runs without a gap)
+            calls.append(options.time_limit_s)
+            if len(calls) == 1:
+                result, _ = solve_model(model, engine, options, **kwargs)
+                return dataclasses.replace(result, status=Status.UNKNOWN, objective=None,
+                                           bound=None), None
+        return solve_model(model, engine, options, **kwargs)
+
+    monkeypatch.setattr(decompose, "solve_model", first_subproblem_finds_nothing)
+    monkeypatch.setattr(decompose, "_seed", lambda *args: None)
+    result, counts = solve_decomposed(inst, "throughput", "cpsat",
+                                      SolveOptions(time_limit_s=60, relative_gap=0))
+    assert result.stats["parked"] == 1 and len(calls) >= 2
+    assert calls[0] <= 60 * decompose.UNSEEDED_SHARE  # the unseeded share, not all the time
+    assert check_counts(inst, counts) is None
+    assert result.bound <= want + 1 and result.objective >= want
+    # with nothing else left, the parked set had the time left: the optimum, proven
+    assert result.status == Status.OPTIMAL and result.objective <= want + 1
