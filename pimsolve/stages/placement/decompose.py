@@ -5,8 +5,7 @@ so on 100+ cores its relaxation is weak and CP-SAT proves little. Split along th
 (logic-based Benders, written up in ``formulations/placement.md``):
 
 * **master** (``build_master``): the options z alone (unfolding and replication per layer),
-  bounded by cuts valid for every placement of those options; small, solved to optimality
-  if it can be within half the time left (else its best options go on, unproven);
+  bounded by cuts valid for every placement of those options; small, solved to optimality;
 * **subproblem** (``build_model(picks=...)``): with the options fixed, windows per replica are
   constants and the model is linear; it places the AGs on the cores (hinted by ``pack``);
 * **cut**: once the subproblem proves ``v`` for the options ``z*``, the master learns
@@ -41,9 +40,6 @@ from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["solve_decomposed", "picks_of"]
 
-MASTER_SHARE = 0.5
-"""Of the time left, what one master solve may take: past it, its incumbent's options go to
-the subproblem unproven (the master's bound stays a valid lower bound)."""
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
@@ -128,7 +124,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             master, master_upper = _master(instance, objective, best, settled, parked), best
         t = time.perf_counter()
         master_result, values = solve_model(master.model, engine,
-                                            replace(options, time_limit_s=left * MASTER_SHARE,
+                                            replace(options, time_limit_s=left,
                                                     relative_gap=None))
         stats["master_s"] += time.perf_counter() - t
         retry = master_result.status == Status.INFEASIBLE and bool(parked)
