@@ -150,8 +150,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 proven = (master_result.status == Status.OPTIMAL and best is not None
                           and best <= master_result.objective)
                 break
-            floor = math.ceil((master_result.objective if master_result.status == Status.OPTIMAL
-                               else master_result.bound) - 1e-9)
+            value = (master_result.objective if master_result.status == Status.OPTIMAL
+                     else master_result.bound)
+            floor = lower if value is None else math.ceil(value - 1e-9)
         stats["iterations"] += 1
         left = limit - (time.perf_counter() - began)
         if left <= 0:

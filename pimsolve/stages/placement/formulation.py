@@ -634,10 +634,9 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
     (``evaluate.core_floors``): t^is P^y (its MVM issue slots), its inbound and outbound
     link's bytes for l, and (sync) their sum; with several chips, D_l >= sum of x_e over the
     direct edges l sends (``crossings``) / B_off, the one off-chip link all chips share;
-    then also
-    S_l >= S_p + D_p where l's first
-    window needs all m_p windows of a replica of p. Without it (the master), D_l = tau_l,
-    each option's at least its ``evaluate.home_floor``, which no placement undercuts."""
+    then also S_l >= S_p + D_p where l's first window needs all m_p windows of a replica of
+    p. Without it (the master), D_l = tau_l, each option's at least its
+    ``evaluate.home_floor``, which no placement undercuts."""
     n = len(instance.layers)
     horizon = 0
     tau, step, lag = {}, {}, {}
