@@ -286,15 +286,16 @@ def _chip_crossings(model: IntModel, instance: PlacementInstance, z, picks, wind
 
     * per layer, unfolding and chip c: o >= sum_{k in c} (Py - A_u Pr), AG-windows run on c
       for replicas homed elsewhere, each with its input slice and partial sums;
-    * LL, per edge e: x >= phi_r (B_e - sum_c v_c / den_e) for the consumer's replication r,
-      v_c the overlap of chip c's producer and consumer window ranges (replicas take ranges
-      in core order, so chip c's range runs from the prefix sum of the chips before it):
+    * LL, per edge e: x >= phi_n (B_e - sum_c v_c / den_e) for the number n of cores homing
+      the consumer's replicas (``_home_cores``), v_c the overlap of chip c's producer and
+      consumer window ranges (replicas take ranges in core order, so chip c's range runs
+      from the prefix sum of the chips before it):
       v_c <= P_c, Q_c, P_{<=c} - Q_{<c}, Q_{<=c} - P_{<c} when g_c = 1, v_c = 0 when g_c = 0
       (disjoint ranges).
 
     The first is a lower bound on what codegen sends; the second an estimate (phi spreads
     the rows replicas share evenly). Returns the (bytes per unit, variable) terms for the
-    energy, and per layer the x of the edges it sends (LL floors)."""
+    energy, and per layer the x of the direct edges it sends (LL floors)."""
     if instance.offchip_bytes_per_ns is None:
         return [], {}
     per_chip = instance.cores_per_chip

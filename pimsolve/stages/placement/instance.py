@@ -84,9 +84,10 @@ class PlacementLayer:
     ranges, so that h = r replicas on one core load the layer's input exactly once."""
 
     spread_bytes: tuple[int, ...] = ()
-    """s_{l,n}, per n = 1, 2, ...: the input bytes n contiguous window ranges read in all (the
-    rows neighbouring ranges share counted for each); LL, what n cores homing l's replicas
-    receive, since codegen sends a pixel once to a core however many replicas it homes."""
+    """s_{l,n}, per n = 1, 2, ..., min(r_max, K) (LL on several chips, else empty): the input
+    bytes n contiguous window ranges read in all (the rows neighbouring ranges share counted
+    for each); what n cores homing l's replicas receive, since codegen sends a pixel once to
+    a core however many replicas it homes."""
 
     def overlap(self, ri: int) -> int:
         """delta_{l,r} for r = R_l[ri] (0 where the layer's windows share no input)."""
@@ -272,8 +273,9 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
         if max_replication is not None:
             limit = min(limit, max_replication)
         reps = _replications(m.windows, limit)
+        # s_{l,n} only where x_e counts crossings: LL on several chips
         homes = range(1, min(limit, target.cores) + 1) if mode == "ll" and (
-            target.chips > 1) else range(1, 2)
+            target.chips > 1) else range(0)
         if geo.kernel == (1, 1) and geo.strides == (1, 1) or graph.layer(m.layer).kind is (
                 LayerKind.GEMM):
             loads = tuple(math.ceil(m.windows * m.input_bytes_per_window / r) for r in reps)
