@@ -125,6 +125,20 @@ def test_map_exports_the_exact_model(capsys, tmp_path: Path, model_file: Path) -
     assert path.read_text().startswith("*SENSE:Minimize") or "ROWS" in path.read_text()
 
 
+def test_map_refuses_to_export_a_full_ll_model_too_large(capsys, tmp_path: Path,
+                                                         model_file: Path, monkeypatch) -> None:
+    """LL: the full model holds windows per option of each layer; past the limit the export
+    is a one-line error (exit 2) and writes nothing."""
+    from pimsolve.stages.placement import place
+
+    monkeypatch.setattr(place, "EXPORT_MAX_WINDOWS", 10)
+    path = tmp_path / "placement.mps"
+    code, _, err = run(capsys, "map", str(model_file), "--target", "arch-c", "--objective",
+                       "latency", "--export-model", str(path))
+    assert code == 2 and "option windows" in err and len(err.strip().splitlines()) == 1
+    assert not path.exists()
+
+
 def test_map_rejects_a_bad_engine_and_time_limit(capsys, model_file: Path) -> None:
     code, _, err = run(capsys, "map", str(model_file), "--target", "arch-c", "--engine", "sa")
     assert code == 2 and "unknown engine" in err and len(err.strip().splitlines()) == 1

@@ -110,14 +110,19 @@ class IntModel:
     products: list[tuple[int, int, int, str]] = field(default_factory=list)
     """(p, x, y, name): p = x * y."""
     objective: Expr = field(default_factory=Expr)
+    implied: set[int] = field(default_factory=set)
+    """Variables some optimum takes integral anyway (e.g. a longest path over integer
+    durations): the MILP engines may solve them as continuous, which spares the branching."""
 
-    def var(self, lo: int, hi: int, name: str) -> Var:
-        """A new integer variable in ``[lo, hi]``."""
+    def var(self, lo: int, hi: int, name: str, *, implied: bool = False) -> Var:
+        """A new integer variable in ``[lo, hi]`` (``implied``: see ``IntModel.implied``)."""
         if lo > hi:
             raise InternalError(f"variable {name}: empty domain [{lo}, {hi}]")
         self.lower.append(int(lo))
         self.upper.append(int(hi))
         self.names.append(name)
+        if implied:
+            self.implied.add(len(self.lower) - 1)
         return Var(len(self.lower) - 1)
 
     def boolean(self, name: str) -> Var:
@@ -235,8 +240,9 @@ def _lp_problem(model: IntModel):
     import pulp
 
     problem = pulp.LpProblem(model.name.replace(" ", "_"), pulp.LpMinimize)
-    xs = [pulp.LpVariable(f"x{i}", lo, hi, cat="Integer") for i, (lo, hi) in
-          enumerate(zip(model.lower, model.upper, strict=True))]
+    xs = [pulp.LpVariable(f"x{i}", lo, hi,
+                          cat="Continuous" if i in model.implied else "Integer")
+          for i, (lo, hi) in enumerate(zip(model.lower, model.upper, strict=True))]
 
     def lin(e: Expr):
         return pulp.LpAffineExpression([(xs[k], c) for k, c in e.terms.items()], e.constant)

@@ -22,7 +22,8 @@ from pimsolve.ir.mapping import LayerPlacement, Mapping, Partition
 from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
-           "window_ns", "path_times", "core_floors", "home_floor", "need_windows",
+           "window_ns", "pipeline", "whole_ns", "replica_bounds", "core_floors",
+           "offchip_floors", "home_floor", "PERIOD_NS",
            "memory_per_core", "ChipCrossings", "chip_crossings"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
@@ -188,8 +189,10 @@ def predict(instance: PlacementInstance, counts: list[LayerCounts]) -> Predictio
         res["path"] = 0.0
     else:
         res["gm"] = 0.0
-        res["path"] = _critical_path(instance, counts)
-    offchip = chip_crossings(instance, counts).total_bytes(instance, counts)
+    crossings = chip_crossings(instance, counts)
+    if instance.mode == "ll":
+        res["path"] = _critical_path(instance, counts, crossings)
+    offchip = crossings.total_bytes(instance, counts)
     res["offchip"] = (offchip / instance.offchip_bytes_per_ns
                       if instance.offchip_bytes_per_ns else 0.0)
     energy = instance.constant_energy_pj + offchip * (
@@ -220,27 +223,92 @@ def window_ns(instance: PlacementInstance, layer_index: int, choice: int) -> flo
                layer.store_bytes / link)
 
 
-def _critical_path(instance: PlacementInstance, counts: list[LayerCounts]) -> float:
-    """LL latency: the last finish of ``path_times`` in ns."""
-    _, finish = path_times(instance, counts,
-                           lambda i, choice, n: window_ns(instance, i, choice) * n,
-                           core_floors(instance, counts))
+PERIOD_NS = 0.01
+"""LL: a replica's window period is rounded up to this (the model's tick, 1 / TICKS_PER_NS),
+so that the model's integer periods are the same numbers."""
+
+
+def _critical_path(instance: PlacementInstance, counts: list[LayerCounts],
+                   crossings: ChipCrossings) -> float:
+    """LL latency: the last layer finish of ``pipeline`` in ns."""
+    whole = whole_ns(instance, counts)
+    off = offchip_floors(instance, counts, crossings=crossings)
+    _, finish = pipeline(instance, counts,
+                         lambda i, size: math.ceil(whole[i] / PERIOD_NS / size - 1e-9)
+                         * PERIOD_NS, off)
     return max(finish, default=0.0)
+
+
+def whole_ns(instance: PlacementInstance, counts: list[LayerCounts]) -> list[float]:
+    """LL: D_l per layer, the time every replica of l takes for its range of windows: at least
+    its m windows one after another, and no less than its busiest core's work for it
+    (``core_floors``)."""
+    floors = core_floors(instance, counts)
+    return [max(window_ns(instance, i, c.choice) * instance.layers[i].windows_per_replica(
+        c.replication), floors[i]) for i, c in enumerate(counts)]
+
+
+def replica_bounds(windows: int, replication: int) -> np.ndarray:
+    """b_{l,j} = floor(j W / r), j = 0..r: replica j makes windows [b_j, b_{j+1}) in order."""
+    return np.arange(replication + 1) * windows // replication
+
+
+def pipeline(instance: PlacementInstance, counts: list[LayerCounts],
+             period: Callable[[int, int], float],
+             offchip: list[float] | None = None) -> tuple[list[np.ndarray], list[float]]:
+    """LL, window by window: when each window of each layer is done, and when each layer is.
+
+    Replica j of layer l makes its windows a = b_j .. b_{j+1} - 1 in order, each taking the
+    period w_{l,j} = ``period(l, s_j)`` (s_j = b_{j+1} - b_j; the replica's D_l spread over its
+    windows); a window starts once the previous one is done and every producer window it reads
+    (``Edge.needs``) is done:
+
+        done(a) = max(done(a - 1), ready(a)) + w_{l,j},  ready(a) = max_e max_{q in N_e(a)}
+        done_p(q).
+
+    A layer is done at F_l = max(max_a done(a), ready(0) + O_l), O_l its output's time on the
+    off-chip link all chips share (``offchip_floors``), which starts with its first input."""
+    done: list[np.ndarray] = []
+    finish: list[float] = []
+    for i, (layer, c) in enumerate(zip(instance.layers, counts, strict=True)):
+        ready = np.zeros(layer.windows)
+        for e in instance.edges:
+            if e.consumer != i:
+                continue
+            made = done[e.producer]
+            p = counts[e.producer]
+            need = e.needs(layer.windows, len(made), replica_bounds(len(made), p.replication))
+            ready = np.maximum(ready, np.where(need >= 0, made[np.maximum(need, 0)],
+                                               0.0).max(axis=1, initial=0.0))
+        bounds = replica_bounds(layer.windows, c.replication)
+        sizes = np.diff(bounds)
+        replica = np.repeat(np.arange(c.replication), sizes)
+        k = np.arange(layer.windows) - bounds[replica]  # a's place in its replica
+        w = np.array([period(i, int(size)) for size in sizes])[replica]
+        # done(a) = max(done(a - 1), ready(a)) + w, unrolled: (k + 1) w + cummax(ready - k w)
+        # within each replica (an offset per replica keeps the running max from crossing)
+        x = ready - k * w
+        step = float(x.max() - x.min()) + 1.0
+        out = (k + 1) * w + np.maximum.accumulate(x + replica * step) - replica * step
+        done.append(out)
+        end = float(out.max())
+        if offchip is not None and offchip[i]:
+            end = max(end, float(ready[0]) + offchip[i])
+        finish.append(end)
+    return done, finish
 
 
 def core_floors(instance: PlacementInstance, counts: list[LayerCounts],
                 issue: Callable[[Choice], float] | None = None,
-                link: Callable[[float], float] | None = None,
-                offlink: Callable[[float], float] | None = None) -> list[float]:
+                link: Callable[[float], float] | None = None) -> list[float]:
     """LL: per layer, the longest any core is busy with that layer's own work, F^c_l:
     issuing its MVMs (t^is P^y: the replicas of a layer on one core share its issue slots;
     on PUMA, where the interval is the whole MVM, two replicas on one core take twice as
     long), taking in its pixels (the inputs of its homes, the partial sums of their AGs
     elsewhere, the slices of AGs it holds for other homes: a core's inbound link carries
     one transfer at a time), sending them out, and, with sync communication, all of that
-    in series; and with several chips, sending its output edges' crossing bytes x_e over the
-    one off-chip link all chips share. ``issue(u)`` is t^is per AG-window, ``link(bytes)``
-    and ``offlink(bytes)`` a transfer's time (default ns; the hint passes the model's
+    in series. These pace the replicas' windows (``whole_ns``). ``issue(u)`` is t^is per
+    AG-window, ``link(bytes)`` a transfer's time (default ns; the hint passes the model's
     ticks)."""
     issue = issue or (lambda u: u.issue_ns)
     link = link or (lambda nbytes: nbytes / instance.link_bytes_per_ns)
@@ -256,11 +324,21 @@ def core_floors(instance: PlacementInstance, counts: list[LayerCounts],
         if instance.sync:
             busy.append(busy[0] + busy[1] + busy[2])
         floors.append(max(max(b.tolist(), default=0) for b in busy))
-    if instance.offchip_bytes_per_ns is not None:
-        offlink = offlink or (lambda nbytes: nbytes / instance.offchip_bytes_per_ns)
-        for li, nbytes in enumerate(chip_crossings(instance, counts).sent_bytes(instance)):
-            floors[li] = max(floors[li], offlink(nbytes))
     return floors
+
+
+def offchip_floors(instance: PlacementInstance, counts: list[LayerCounts],
+                   offlink: Callable[[float], float] | None = None,
+                   crossings: ChipCrossings | None = None) -> list[float]:
+    """LL on several chips: per layer, O_l = the time its direct output edges' crossing bytes
+    x_e take on the one off-chip link all chips share (0 on one chip); the layer cannot finish
+    before its first input arrived plus O_l. ``offlink(bytes)`` as ``core_floors``' link;
+    ``crossings``: the placement's ``chip_crossings``, if known."""
+    if instance.offchip_bytes_per_ns is None:
+        return [0.0] * len(instance.layers)
+    offlink = offlink or (lambda nbytes: nbytes / instance.offchip_bytes_per_ns)
+    crossings = crossings or chip_crossings(instance, counts)
+    return [offlink(nbytes) for nbytes in crossings.sent_bytes(instance)]
 
 
 def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
@@ -287,49 +365,6 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
             busy.append(busy[0] + busy[1] + busy[2])
         best = max(busy) if best is None else min(best, max(busy))
     return best * m
-
-
-def path_times(instance: PlacementInstance, counts: list[LayerCounts],
-               duration: Callable[[int, int, int], float],
-               floors: list[float] | None = None) -> tuple[list, list]:
-    """LL start and finish of each layer's windows under ``duration(layer, choice, n)``, the
-    time of n windows, and the whole range of a layer's windows taking no less than its
-    ``floors`` (``core_floors``), D_l = max(d(l, m_l), floor_l):
-    S_l >= S_p + d(p, n) for the n = min(f W_p, m_p) windows l's first window needs (D_p
-    if that is all of a replica's m_p); F_l >= S_l + D_l; F_l >= F_p + d(l, 1); and where
-    l has several replicas and its windows read the row above them (halo),
-    F_l >= S_p + D_p + D_l: a replica starting mid-image waits for that row, which the
-    producer replica above makes last. The model counts the same recurrence in integer
-    ticks."""
-    start = [0] * len(instance.layers)
-    finish = [0] * len(instance.layers)
-
-    def whole(i: int) -> float:
-        layer, c = instance.layers[i], counts[i]
-        d = duration(i, c.choice, layer.windows_per_replica(c.replication))
-        return max(d, floors[i]) if floors is not None else d
-
-    for i, c in enumerate(counts):
-        s = f = 0
-        for e in instance.edges:
-            if e.consumer != i:
-                continue
-            p, pc = instance.layers[e.producer], counts[e.producer]
-            m = p.windows_per_replica(pc.replication)
-            need = min(need_windows(p.windows, e.fraction), m)
-            s = max(s, start[e.producer] + (whole(e.producer) if need == m
-                                            else duration(e.producer, pc.choice, need)))
-            f = max(f, finish[e.producer] + duration(i, c.choice, 1))
-            if e.halo and c.replication > 1:
-                f = max(f, start[e.producer] + whole(e.producer) + whole(i))
-        start[i] = s
-        finish[i] = max(f, s + whole(i))
-    return start, finish
-
-
-def need_windows(windows: int, fraction: float) -> int:
-    """Windows of a producer its consumer needs before its first window (at least one)."""
-    return max(1, int(np.ceil(windows * fraction - 1e-9)))
 
 
 def counts_of(instance: PlacementInstance, mapping: Mapping) -> list[LayerCounts]:

@@ -26,9 +26,10 @@ from pimsolve.stages.placement.evaluate import (
     chip_crossings,
     core_floors,
     home_floor,
-    need_windows,
-    path_times,
+    offchip_floors,
+    pipeline,
     predict,
+    replica_bounds,
     window_ns,
 )
 from pimsolve.stages.placement.instance import Choice, PlacementInstance
@@ -379,7 +380,7 @@ def _home_cores(model: IntModel, instance: PlacementInstance, li: int,
 def build_master(instance: PlacementInstance, objective: str, *,
                  upper: int | None = None) -> PlacementModel:
     """The decomposition's master: only the options z, the total crossbars, the cuts of
-    ``_aggregate_cuts`` (and in LL the exact critical path, which depends on z alone).
+    ``_aggregate_cuts`` (and in LL ``_path_relaxation``, the window pipeline in z alone).
     Its optimum is a lower bound on ``build_model``'s for every option, and a cut
     ``T >= v`` per option the subproblem has settled makes it exact (``decompose.py``).
 
@@ -628,99 +629,237 @@ def _time_upper(model: IntModel, budgets: dict[str, _Budget]) -> int:
 def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
                    windows: dict | None = None,
                    crossings: dict[int, list[Var]] | None = None) -> None:
-    """LL: S_l >= S_p + d_pl;  F_l >= S_l + D_l;  F_l >= F_p + t_l;  T >= F_l; and, where
-    l's windows read the row above them and l has several replicas, F_l >= S_p + D_p + D_l
-    (``evaluate.path_times``). D_l >= tau_l and, with the placement (``windows``: P^y,
-    P^rho, P^ell per (l, u, k)), D_l >= each of core k's floors for l
-    (``evaluate.core_floors``): t^is P^y (its MVM issue slots), its inbound and outbound
-    link's bytes for l, and (sync) their sum; with several chips, D_l >= sum of x_e over the
-    direct edges l sends (``crossings``) / B_off, the one off-chip link all chips share;
-    then also S_l >= S_p + D_p where l's first window needs all m_p windows of a replica of
-    p. Without it (the master), D_l = tau_l, each option's at least its
-    ``evaluate.home_floor``, which no placement undercuts."""
-    n = len(instance.layers)
-    horizon = 0
-    tau, step, lag = {}, {}, {}
+    """LL: the window pipeline of ``evaluate.pipeline``, T >= F_l.
+
+    With the placement (``windows``: P^y, P^rho, P^ell per (l, u, k)), exactly: D_l >= tau_l
+    (t_l m_l) and each core's floors for l (``evaluate.core_floors``); per option o of l and
+    replica size s, an integer period w_{l,o,s} >= D_l / s; per window a of replica j,
+    done(a) >= done(a - 1) + w (same replica), done(a) >= done_p(q) + w for each producer
+    window q it waits for (``_waits``), F_l >= the last done of each replica, and F_l >=
+    ready(0) + sum of x_e over l's direct output edges / B_off (``crossings``). When the
+    options are not fixed (the full model), each option has its own windows, tied to the
+    layer's by done_l(a) >= done_{l,o}(a) - big (1 - z_o), and prefix waits read the
+    prefix maximum M_p(q) >= M_p(q - 1), done_p(q).
+
+    Without it (the decomposition's master), a relaxation in z alone, D_l >= tau_l, each
+    option's at least its ``evaluate.home_floor``: S_l = ready(0), G_l = done(W_l - 1),
+    F_l >= S_l + D_l (replica 0 runs D_l from S_l); S_l >= S_p + c_e D_p (the producer
+    window q_0 the first window waits for, in replica 0 of p: c_e = (q_0 + 1) / s_0);
+    F_l >= G_p + kappa_e D_l and, where that window is in l's last replica, G_l >= the same
+    (a* the first window waiting for p's last window, in replica j*:
+    kappa_e = (b_{j*+1} - a*) / s_{j*}); G_l >= S_l + D_l with one replica; F_l >= G_l."""
     issue, link, offlink = _floor_ticks(instance)
-
-    def home(li: int, ui: int, ri: int) -> int:
-        """The master's D of an option: at least what a home does (``home_floor``)."""
-        if windows is not None:
-            return 0
-        return math.ceil(home_floor(instance, li, ui, ri, issue, link))
-
+    whole_of = {key: _option_whole(instance, *key, windows is None) for key in z}
+    tau = {li: total(v * whole_of[a, ui, ri] for (a, ui, ri), v in z.items() if a == li)
+           for li in range(len(instance.layers))}
+    if windows is None:
+        _path_relaxation(model, instance, z, budget, tau, whole_of)
+        return
+    whole: dict[int, Var] = {}
+    horizon = 0
     for li, layer in enumerate(instance.layers):
-        tau[li] = total(v * max(math.ceil(_ticks(window_ns(instance, li, ui))
-                                          * layer.windows_per_replica(layer.replications[ri])),
-                                home(li, ui, ri))
-                        for (a, ui, ri), v in z.items() if a == li)
-        step[li] = total(v * math.ceil(_ticks(window_ns(instance, li, ui)))
-                         for (a, ui, _), v in z.items() if a == li)
-        horizon += model.bounds_of(tau[li])[1] + model.bounds_of(step[li])[1]
-    for e in instance.edges:
-        p = instance.layers[e.producer]
-        need = need_windows(p.windows, e.fraction)
-        lag[e.producer, e.consumer] = total(
-            v * math.ceil(_ticks(window_ns(instance, e.producer, ui))
-                          * min(need, p.windows_per_replica(p.replications[ri])))
-            for (a, ui, ri), v in z.items() if a == e.producer)
-        horizon += model.bounds_of(lag[e.producer, e.consumer])[1]
-    if windows is not None:
-        whole = {}
-        for li, layer in enumerate(instance.layers):
-            floors: dict[str, _Budget] = {}
-            for (a, ui, k), (py, pr, pe) in windows.items():
-                if a != li:
-                    continue
-                u = layer.choices[ui]
-                away, came = pr * u.ags - pe, py - pe
-                busy = {"issue": [(issue(u), py)],
-                        "in": [(link(u.out_bytes), away), (link(u.in_bytes), came),
-                               (link(layer.input_bytes), Expr.of(pr))],
-                        "out": [(link(u.in_bytes), away), (link(u.out_bytes), came),
-                                (link(layer.store_bytes), Expr.of(pr))]}
-                if instance.sync:
-                    busy["serial"] = busy["issue"] + busy["in"] + busy["out"]
-                for what, terms in busy.items():
-                    b = floors.setdefault(f"{what}_floor[{layer.name},{u.unfolding},{k}]",
-                                          _Budget())
-                    for coef, e in terms:
-                        b.add(coef, e)
-            if crossings and crossings.get(li):
-                b = floors.setdefault(f"offchip_floor[{layer.name}]", _Budget())
-                for x in crossings[li]:
-                    b.add(offlink(1), x)
-            hi = max([model.bounds_of(tau[li])[1]] + [b.upper(model) for b in floors.values()])
-            horizon += hi - model.bounds_of(tau[li])[1]
-            d = model.var(0, hi, f"D[{layer.name}]")
-            whole[li] = Expr.of(d)
-            model.add(whole[li] - tau[li], lo=0)
-            for name, b in floors.items():
-                b.bound(model, d, name)
-        tau = whole
+        floors: dict[str, _Budget] = {}
+        for (a, ui, k), (py, pr, pe) in windows.items():
+            if a != li:
+                continue
+            u = layer.choices[ui]
+            away, came = pr * u.ags - pe, py - pe
+            busy = {"issue": [(issue(u), py)],
+                    "in": [(link(u.out_bytes), away), (link(u.in_bytes), came),
+                           (link(layer.input_bytes), Expr.of(pr))],
+                    "out": [(link(u.in_bytes), away), (link(u.out_bytes), came),
+                            (link(layer.store_bytes), Expr.of(pr))]}
+            if instance.sync:
+                busy["serial"] = busy["issue"] + busy["in"] + busy["out"]
+            for what, terms in busy.items():
+                b = floors.setdefault(f"{what}_floor[{layer.name},{u.unfolding},{k}]",
+                                      _Budget())
+                for coef, e in terms:
+                    b.add(coef, e)
+        hi = max([model.bounds_of(tau[li])[1]] + [b.upper(model) for b in floors.values()])
+        whole[li] = d = model.var(0, hi, f"D[{layer.name}]")
+        model.add(d - tau[li], lo=0)
+        for name, b in floors.items():
+            b.bound(model, d, name)
+        sent = (crossings or {}).get(li, [])
+        off = total(x * offlink(1) for x in sent) if sent else None
+        horizon += hi + layer.windows_per_replica(1) + (
+            math.ceil(model.bounds_of(off)[1]) if off is not None else 0)
+    done: dict[int, list[Var]] = {}
+    prefix: dict[int, list[Var]] = {}
+    full = any(sum(1 for (a, _, _) in z if a == li) > 1 for li in range(len(instance.layers)))
+    for li, layer in enumerate(instance.layers):
+        finish = model.var(0, horizon, f"F[{layer.name}]", implied=True)
+        ours = [model.var(0, horizon, f"done[{layer.name},{a}]", implied=True)
+                for a in range(layer.windows)]
+        into = [e for e in instance.edges if e.consumer == li]
+        ready = None
+        if full:  # ready(a), shared by the options: each wait once
+            ready = [model.var(0, horizon, f"ready[{layer.name},{a}]", implied=True)
+                     for a in range(layer.windows)]
+            for e in into:
+                for a, q in _waits(instance, e, z, 0, layer.windows, full):
+                    model.add(ready[a] - _made(e, q, done, prefix, full), lo=0)
+        for (a_, ui, ri), v in z.items():
+            if a_ != li:
+                continue
+            r = layer.replications[ri]
+            bounds = replica_bounds(layer.windows, r)
+            tag = f"{layer.name},{layer.choices[ui].unfolding},{r}"
+            # the full model: each option its own windows, which bind F_l and the layer's
+            # windows only when z_o = 1 (big-M on the links alone keeps the chains exact)
+            mine = ours if not full else [model.var(0, horizon, f"done[{tag},{a}]", implied=True)
+                                          for a in range(layer.windows)]
+            big = horizon if full else 0
+            slack = v * big - big if full else 0  # -big (1 - z_o)
+            period = {}
+            for size in sorted(set(np.diff(bounds).tolist())):
+                w = model.var(0, -(-model.upper[whole[li].index] // size), f"w[{tag},{size}]")
+                model.add(w * size - whole[li], lo=0)
+                period[size] = w
+            for j in range(r):
+                lo, hi = int(bounds[j]), int(bounds[j + 1])
+                w = period[hi - lo]
+                model.add(mine[lo] - w, lo=0)
+                for a in range(lo + 1, hi):
+                    model.add(mine[a] - mine[a - 1] - w, lo=0)
+                if full:
+                    for a in range(lo, hi):
+                        model.add(mine[a] - ready[a] - w, lo=0)
+                else:
+                    for e in into:
+                        for a, q in _waits(instance, e, z, lo, hi, full):
+                            model.add(mine[a] - _made(e, q, done, prefix, full) - w, lo=0)
+                model.add(finish - mine[hi - 1] - slack, lo=0)
+            if full:
+                for a in range(layer.windows):
+                    model.add(ours[a] - mine[a] - slack, lo=0)
+        sent = (crossings or {}).get(li, [])
+        if sent:  # F_l >= ready(0) + O_l
+            ready0 = model.var(0, horizon, f"R[{layer.name}]", implied=True)
+            for e in into:
+                for _, q in _waits(instance, e, z, 0, 1, full):
+                    model.add(ready0 - _made(e, q, done, prefix, full), lo=0)
+            body = _Budget()
+            body.add(Fraction(1), ready0)
+            for x in sent:
+                body.add(offlink(1), x)
+            body.bound(model, finish, f"offchip_floor[{layer.name}]")
+        done[li] = ours
+        if full and any(e.producer == li and e.reads is None for e in instance.edges):
+            prefix[li] = [model.var(0, horizon, f"M[{layer.name},{a}]", implied=True)
+                          for a in range(layer.windows)]
+            for a, m in enumerate(prefix[li]):
+                model.add(m - ours[a], lo=0)
+                if a:
+                    model.add(m - prefix[li][a - 1], lo=0)
+        budget(f"path[{li}]").add(Fraction(1), finish)
+
+
+def _made(edge, q: int, done, prefix, full: bool) -> Var:
+    """When producer window q is done (in the full model, for a prefix wait, when all windows
+    up to q are)."""
+    return (prefix if full and edge.reads is None else done)[edge.producer][q]
+
+
+def _option_whole(instance: PlacementInstance, li: int, ui: int, ri: int, home: bool) -> int:
+    """tau of option (u, r) of layer l in ticks: its m windows one after another and, for the
+    master (``home``: no placement known), at least its ``evaluate.home_floor``."""
+    layer = instance.layers[li]
+    run = math.ceil(_ticks(window_ns(instance, li, ui))
+                    * layer.windows_per_replica(layer.replications[ri]))
+    if not home:
+        return run
+    issue, link, _ = _floor_ticks(instance)
+    return max(run, math.ceil(home_floor(instance, li, ui, ri, issue, link)))
+
+
+def _waits(instance: PlacementInstance, edge, z, lo: int, hi: int,
+           full: bool) -> list[tuple[int, int]]:
+    """(a, q): consumer window a in [lo, hi) (one replica) waits for producer window q, where
+    the replica's earlier windows did not already wait for q or a later window of q's
+    producer replica (the chain of done implies those). With the producer's options fixed
+    its replica ranges are known; in the full model, footprint waits are kept whole and a
+    prefix wait reads the prefix maximum at its last window."""
+    layer, p = instance.layers[edge.consumer], instance.layers[edge.producer]
+    if full:
+        if edge.reads is None:
+            need = edge.needs(layer.windows, p.windows, np.array([0, p.windows]))
+        else:
+            need = edge.reads
+        return [(a, int(q)) for a in range(lo, hi) for q in sorted(set(need[a].tolist()))
+                if q >= 0]
+    ri = next(ri for (a, _, ri) in z if a == edge.producer)
+    bounds = replica_bounds(p.windows, p.replications[ri])
+    need = edge.needs(layer.windows, p.windows, bounds)
+    seen: dict[int, int] = {}
+    out = []
+    for a in range(lo, hi):
+        row = need[a][need[a] >= 0]
+        if not len(row):
+            continue
+        replica = np.searchsorted(bounds, row, side="right") - 1
+        for i in np.unique(replica):
+            q = int(row[replica == i].max())
+            if q > seen.get(int(i), -1):
+                seen[int(i)] = q
+                out.append((a, q))
+    return out
+
+
+def _path_relaxation(model: IntModel, instance: PlacementInstance, z, budget,
+                     tau: dict[int, Expr], whole_of: dict[tuple[int, int, int], int]) -> None:
+    """The master's LL path (``_critical_path``): S, G, F per layer, valid for every
+    placement of the options."""
+    horizon = sum(model.bounds_of(t)[1] for t in tau.values()) + sum(
+        layer.windows for layer in instance.layers)
     start = [model.var(0, horizon, f"S[{x.name}]") for x in instance.layers]
+    last = [model.var(0, horizon, f"G[{x.name}]") for x in instance.layers]
     finish = [model.var(0, horizon, f"F[{x.name}]") for x in instance.layers]
-    for li in range(n):
+    for li, layer in enumerate(instance.layers):
         model.add(finish[li] - start[li] - tau[li], lo=0, name=f"run[{li}]")
+        model.add(finish[li] - last[li], lo=0)
+        model.add(last[li] - tau[li], lo=0)
+        single = total(v for (a, _, ri), v in z.items()
+                       if a == li and layer.replications[ri] == 1)
+        model.add(last[li] - start[li] - tau[li] - single * horizon, lo=-horizon)
         budget(f"path[{li}]").add(Fraction(1), finish[li])
     for e in instance.edges:
-        model.add(start[e.consumer] - start[e.producer] - lag[e.producer, e.consumer], lo=0)
-        if windows is not None:  # S_l >= S_p + D_p where l's first window needs all of m_p
-            p = instance.layers[e.producer]
-            need = need_windows(p.windows, e.fraction)
-            whole_range = total(v for (a, _, ri), v in z.items() if a == e.producer
-                                and need >= p.windows_per_replica(p.replications[ri]))
-            big = model.bounds_of(tau[e.producer])[1]
-            model.add(start[e.consumer] - start[e.producer] - tau[e.producer]
-                      - whole_range * big, lo=-big, name=f"lag[{e.producer},{e.consumer}]")
-        model.add(finish[e.consumer] - finish[e.producer] - step[e.consumer], lo=0)
-        if e.halo:  # F_l >= S_p + tau_p + tau_l unless l has one replica (z_{l,u,1})
-            single = total(v for (a, _, ri), v in z.items()
-                           if a == e.consumer and instance.layers[a].replications[ri] == 1)
-            big = model.bounds_of(tau[e.producer])[1] + model.bounds_of(tau[e.consumer])[1]
-            model.add(finish[e.consumer] - start[e.producer] - tau[e.producer]
-                      - tau[e.consumer] + single * big, lo=0,
-                      name=f"halo[{e.producer},{e.consumer}]")
+        p, layer = instance.layers[e.producer], instance.layers[e.consumer]
+        # the producer windows the consumer's first window waits for: its reads, or a prefix
+        first = (e.reads[0][e.reads[0] >= 0] if e.reads is not None
+                 else np.arange(int(e.prefix_last(layer.windows, p.windows)[0]) + 1))
+        lag = []  # S_l >= S_p + c_e(o_p) tau(o_p)
+        for (a, ui, ri), v in z.items():
+            if a != e.producer:
+                continue
+            end = p.windows // p.replications[ri]  # b_1: replica 0 makes [0, b_1)
+            mine = first[first < end]
+            if len(mine):
+                lag.append(v * (whole_of[a, ui, ri] * (int(mine.max()) + 1) // end))
+        model.add(start[e.consumer] - start[e.producer] - total(lag), lo=0,
+                  name=f"lag[{e.producer},{e.consumer}]")
+        late = e.first_waiting_for(layer.windows, p.windows, p.windows - 1)
+        if late is None:
+            continue
+        tail, into_last, elsewhere = [], [], []
+        for (a, ui, ri), v in z.items():
+            if a != e.consumer:
+                continue
+            r = layer.replications[ri]
+            bounds = replica_bounds(layer.windows, r)
+            j = int(np.searchsorted(bounds, late, side="right") - 1)
+            term = v * (whole_of[a, ui, ri] * int(bounds[j + 1] - late)
+                        // int(bounds[j + 1] - bounds[j]))
+            tail.append(term)
+            if j == r - 1:
+                into_last.append(term)
+            else:
+                elsewhere.append(v)
+        model.add(finish[e.consumer] - last[e.producer] - total(tail), lo=0,
+                  name=f"tail[{e.producer},{e.consumer}]")
+        model.add(last[e.consumer] - last[e.producer] - total(into_last)
+                  + total(elsewhere) * horizon, lo=0, name=f"last[{e.producer},{e.consumer}]")
 
 
 def _energy(model: IntModel, instance: PlacementInstance, z, travel_bytes,
@@ -771,6 +910,47 @@ def decode_values(pm: PlacementModel, values: list[int]) -> list[LayerCounts]:
         ell = np.minimum(y, rho * layer.choices[ui].ags)
         out.append(LayerCounts(ui, layer.replications[ri], y, rho, ell))
     return out
+
+
+def _hint_pipeline(pm: PlacementModel, counts: list[LayerCounts], names: dict[str, int],
+                   hint: dict[Var, int]) -> list[int]:
+    """LL: ``evaluate.pipeline`` in ticks (D_l, periods ceil(D_l / s), O_l rounded up) into
+    the hint's D, w, done, ready, M, R and F; returns F per layer."""
+    inst = pm.instance
+    issue, link, offlink = _floor_ticks(inst)
+    floors = [math.ceil(f) for f in core_floors(inst, counts, issue, link)]
+    whole = [max(_option_whole(inst, i, c.choice, inst.layers[i].replications.index(
+        c.replication), False), floors[i]) for i, c in enumerate(counts)]
+    offs = [math.ceil(f) for f in offchip_floors(inst, counts, offlink)]
+    done, finish = pipeline(inst, counts, lambda i, size: -(-whole[i] // size), offs)
+
+    def put(name: str, value) -> None:
+        if name in names:
+            hint[Var(names[name])] = int(round(value))
+
+    for li, (layer, c) in enumerate(zip(inst.layers, counts, strict=True)):
+        tag = f"{layer.name},{layer.choices[c.choice].unfolding},{c.replication}"
+        put(f"D[{layer.name}]", whole[li])
+        put(f"F[{layer.name}]", finish[li])
+        for size in set(np.diff(replica_bounds(layer.windows, c.replication)).tolist()):
+            put(f"w[{tag},{size}]", -(-whole[li] // size))
+        ready = np.zeros(layer.windows)
+        for e in inst.edges:
+            if e.consumer == li:
+                made = done[e.producer]
+                bounds = replica_bounds(len(made), counts[e.producer].replication)
+                need = e.needs(layer.windows, len(made), bounds)
+                ready = np.maximum(ready, np.where(need >= 0, made[np.maximum(need, 0)],
+                                                   0).max(axis=1, initial=0))
+        put(f"R[{layer.name}]", ready[0])
+        top = np.maximum.accumulate(done[li])
+        for a in range(layer.windows):
+            for name, value in ((f"done[{layer.name},{a}]", done[li][a]),
+                                (f"done[{tag},{a}]", done[li][a]),
+                                (f"ready[{layer.name},{a}]", ready[a]),
+                                (f"M[{layer.name},{a}]", top[a])):
+                put(name, value)
+    return [int(round(f)) for f in finish]
 
 
 def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]:
@@ -839,19 +1019,8 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
         hint.setdefault(Var(i), x)
     # T: the placement's predicted value, with slack for the per-term rounding up
     ticks = math.ceil(predict(inst, counts).time_ns * TICKS_PER_NS * 1.0001) + 2
-    if inst.mode == "ll":  # S, F: the model's own recurrences on its integer coefficients
-        def windows_ticks(i: int, choice: int, n: int) -> int:
-            return math.ceil(_ticks(window_ns(inst, i, choice)) * n)
-
-        floors = [math.ceil(f) for f in core_floors(inst, counts, *_floor_ticks(inst))]
-        start, finish = path_times(inst, counts, windows_ticks, floors)
-        for li, layer in enumerate(inst.layers):
-            hint[Var(names[f"S[{layer.name}]"])] = start[li]
-            hint[Var(names[f"F[{layer.name}]"])] = finish[li]
-            c = counts[li]
-            hint[Var(names[f"D[{layer.name}]"])] = max(
-                windows_ticks(li, c.choice, layer.windows_per_replica(c.replication)),
-                floors[li])
+    if inst.mode == "ll":  # the window pipeline on the model's integer ticks
+        finish = _hint_pipeline(pm, counts, names, hint)
         ticks = max([ticks, *finish])
     hint[pm.time] = min(ticks, pm.model.upper[pm.time.index])
     if pm.energy is not None:

@@ -14,7 +14,7 @@ output pixel. Symbols follow
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import networkx as nx
@@ -107,14 +107,17 @@ class PlacementLayer:
 
 @dataclass(frozen=True)
 class Edge:
-    """LL: layer ``consumer`` can start once ``fraction`` of ``producer``'s windows are done."""
+    """LL: layer ``consumer`` reads what layer ``producer`` makes, window by window."""
 
     producer: int
     consumer: int
     fraction: float
-    halo: bool = False
-    """The consumer's windows read input rows above their own (a top pad): a replica that
-    starts mid-image waits for the producer's row above its range."""
+    """Of the producer's windows, the share the consumer's first window needs (its kernel's
+    rows); where ``reads`` is None, consumer window a needs the producer's first
+    ceil((a / W_l + fraction) W_p) windows."""
+    reads: np.ndarray | None = field(default=None, compare=False, repr=False)
+    """N_e: per consumer window (row), the producer windows its input pixels come from (-1:
+    padding); None where the shapes do not map pixel to pixel (a Gemm reads every window)."""
     nbytes: int = 0
     """B_e: the edge's data per inference, the smaller of the producer's output and the
     consumer's input (lam_{l,1}; a pool between them shrinks it)."""
@@ -122,6 +125,34 @@ class Edge:
     """The producer's data reaches the consumer through single-input layers (or a Concat)
     only, so the producer's cores send it; through a join (an Add of two branches) what
     travels is the join's output, made next to one of its producers."""
+
+    def needs(self, consumer_windows: int, producer_windows: int,
+              bounds: np.ndarray) -> np.ndarray:
+        """N_e: per consumer window (row), the producer windows it waits for (-1: none): the
+        ``reads``, or for a prefix the latest window in each producer replica over the
+        window ranges ``bounds`` [b_i, b_{i+1}) (a replica makes its windows in order)."""
+        if self.reads is not None:
+            return self.reads
+        last = self.prefix_last(consumer_windows, producer_windows)
+        lo, hi = bounds[:-1][None, :], bounds[1:][None, :] - 1
+        return np.where(lo <= last[:, None], np.minimum(last[:, None], hi), -1)
+
+    def prefix_last(self, consumer_windows: int, producer_windows: int) -> np.ndarray:
+        """Without ``reads``: per consumer window a, the last producer window of the prefix it
+        waits for, ceil((a / W_l + fraction) W_p) - 1 (at least window 0, at most W_p - 1)."""
+        a = np.arange(consumer_windows)
+        return np.clip(np.ceil(a * producer_windows / consumer_windows + self.fraction
+                               * producer_windows - 1e-9).astype(np.int64), 1,
+                       producer_windows) - 1
+
+    def first_waiting_for(self, consumer_windows: int, producer_windows: int,
+                          q: int) -> int | None:
+        """The first consumer window that waits for producer window q (None: none does)."""
+        if self.reads is not None:
+            hit = np.flatnonzero((self.reads == q).any(axis=1))
+        else:
+            hit = np.flatnonzero(self.prefix_last(consumer_windows, producer_windows) >= q)
+        return int(hit[0]) if len(hit) else None
 
 
 @dataclass(frozen=True)
@@ -393,6 +424,29 @@ def _choice(u, geo, target: CrossbarTarget, eb: float, activation: str | None) -
                   remote_bytes=math.ceil((max(n for _, _, n in rows) + cols * max(steps)) * eb))
 
 
+def _reads(geo, producer) -> np.ndarray | None:
+    """N_e of a convolution reading ``producer``'s output: per output window, the producer
+    windows of its kernel's input pixels (-1: padding), a pool of f x g between them mapping
+    an input pixel to f x g producer pixels; None unless the producer's rows and columns are
+    whole multiples of the convolution's input (then the consumer waits on a prefix)."""
+    (hp, wp), (hi, wi) = producer.output_hw, geo.input_hw
+    if hp % hi or wp % wi or producer.batch != geo.batch:
+        return None
+    f, g = hp // hi, wp // wi
+    ho, wo = geo.output_hw
+    kh, kw = geo.kernel
+    (sh, sw), (dh, dw) = geo.strides, geo.dilations
+    t = np.arange(geo.batch * ho * wo)
+    n, rest = np.divmod(t, ho * wo)
+    oy, ox = np.divmod(rest, wo)
+    y = np.repeat(oy[:, None] * sh - geo.pads[0] + np.arange(kh)[None, :] * dh, kw, axis=1)
+    x = np.tile(ox[:, None] * sw - geo.pads[1] + np.arange(kw)[None, :] * dw, (1, kh))
+    inside = (y >= 0) & (y < hi) & (x >= 0) & (x < wi)
+    cols = [np.where(inside, n[:, None] * hp * wp + (y * f + a) * wp + x * g + b, -1)
+            for a in range(f) for b in range(g)]
+    return np.concatenate(cols, axis=1)
+
+
 def _pipeline(graph: Graph, mvm_names: list[str]) -> tuple[tuple[Edge, ...], int]:
     """LL edges between crossbar layers (through vector layers) and the HT pipeline depth."""
     dag = graph.dag
@@ -408,7 +462,6 @@ def _pipeline(graph: Graph, mvm_names: list[str]) -> tuple[tuple[Edge, ...], int
     for name in mvm_names:
         layer = graph.layer(name)
         geo = layer.mvm
-        halo = layer.kind is not LayerKind.GEMM and geo.pads[0] > 0
         if layer.kind is LayerKind.GEMM:
             fraction = 1.0
         else:
@@ -428,5 +481,7 @@ def _pipeline(graph: Graph, mvm_names: list[str]) -> tuple[tuple[Edge, ...], int
                 before = list(dag.predecessors(p))
                 joined = joined or len(before) > 1 and graph.layer(p).op != "Concat"
                 stack.extend((q, joined) for q in before)
-        edges += [Edge(p, index[name], fraction, halo, direct=d) for p, d in direct.items()]
+        edges += [Edge(p, index[name], fraction, None if layer.kind is LayerKind.GEMM else
+                       _reads(geo, graph.layer(mvm_names[p]).mvm), direct=d)
+                  for p, d in direct.items()]
     return tuple(sorted(edges, key=lambda e: (e.consumer, e.producer))), depth

@@ -32,6 +32,10 @@ __all__ = ["engine_names", "AUTO_MAX_VARIABLES", "PlacementOutcome", "place"]
 AUTO_MAX_VARIABLES = 200_000
 """Above this many subproblem variables the exact model is too large for `auto` (GA)."""
 
+EXPORT_MAX_WINDOWS = 2_000_000
+"""LL: the full model gives each option of a layer its own windows; ``--export-model`` refuses
+above this many (vgg8-28 has 160,000; resnet34 at 224 x 224 about 25 million)."""
+
 
 def _baselines() -> dict[str, Callable]:
     from pimsolve.stages.placement.baselines import BASELINES
@@ -81,6 +85,11 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
     if engine == "ga":
         return _ga(instance, objective, options, order, ga_progress)
     if export is not None:
+        windows = _option_windows(instance)
+        if windows > EXPORT_MAX_WINDOWS:
+            raise InputError(f"--export-model: the full LL model of {instance.model} would hold "
+                             f"{windows:,} option windows (at most {EXPORT_MAX_WINDOWS:,}); "
+                             "export a smaller model or the HT one")
         export_model(build_model(instance, objective).model, export)
     rule = ""
     size = _size(instance)
@@ -116,10 +125,19 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
 
 
 def _size(instance: PlacementInstance) -> dict[str, int]:
-    """Master booleans and subproblem variables (y, rho, ell per layer and core)."""
+    """Master booleans and subproblem variables (y, rho, ell per layer and core; in LL one
+    window time per window)."""
     options = sum(len(x.choices) * len(x.replications) for x in instance.layers)
+    windows = sum(x.windows for x in instance.layers) if instance.mode == "ll" else 0
     return {"master_options": options,
-            "subproblem_variables": 3 * len(instance.layers) * instance.cores}
+            "subproblem_variables": 3 * len(instance.layers) * instance.cores + windows}
+
+
+def _option_windows(instance: PlacementInstance) -> int:
+    """LL: the windows the full model holds, one set per option of each layer (0 in HT)."""
+    if instance.mode != "ll":
+        return 0
+    return sum(len(x.choices) * len(x.replications) * x.windows for x in instance.layers)
 
 
 def _best_baseline(instance: PlacementInstance, objective: str) -> list[LayerCounts] | None:

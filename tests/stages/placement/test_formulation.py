@@ -26,7 +26,7 @@ from pimsolve.stages.placement.evaluate import (
     counts_of,
     decode,
     memory_per_core,
-    path_times,
+    pipeline,
     predict,
     window_ns,
 )
@@ -213,13 +213,17 @@ def test_edge_crossings_follow_the_window_ranges():
 
 def test_layer_sending_over_the_off_chip_link_takes_at_least_its_bytes_time():
     """LL: conv1 sends the 768 crossing bytes above over the one 0.005 B/ns link all chips
-    share while it runs: its windows take 153.6 us at least, whatever its cores do."""
+    share: it cannot finish before 153.6 us after its first input (time 0), however fast
+    its windows run (10 ns each here)."""
     inst, counts, _ = _three_chips()
-    floors = evaluate.core_floors(inst, counts)
-    assert floors[0] == pytest.approx(768 / 0.005)
-    assert floors[1] >= 8 / 0.005  # conv2's 8 bytes to fc
-    free = evaluate.core_floors(dataclasses.replace(inst, offchip_bytes_per_ns=None), counts)
-    assert free[0] < floors[0]
+    off = evaluate.offchip_floors(inst, counts)
+    assert off[0] == pytest.approx(768 / 0.005) and off[1] == pytest.approx(8 / 0.005)
+    _, finish = pipeline(inst, counts, lambda i, size: 10.0, off)
+    assert finish[0] == pytest.approx(768 / 0.005)
+    _, free = pipeline(inst, counts, lambda i, size: 10.0)
+    assert free[0] == 180.0  # 18 windows in each of its two replicas
+    alone = dataclasses.replace(inst, offchip_bytes_per_ns=None)
+    assert evaluate.offchip_floors(alone, counts) == [0.0] * 3
 
 
 @pytest.mark.parametrize("objective", ["energy"])
@@ -275,15 +279,19 @@ def test_replication_is_exact_not_approximated():
         assert values[m] == -(-layer.windows // layer.replications[ri])
 
 
-def test_a_replicated_consumer_waits_for_the_row_above_its_range():
-    """conv2 (pad 1) in two replicas: the second starts mid-image and its first window reads
-    the row above, which conv1's only replica makes at the end of its first half; with conv1
-    in two replicas, at the very end of replica 0. The path counts the latter case as
-    F_conv2 >= S_conv1 + t_conv1 m_conv1 + t_conv2 m_conv2."""
+def test_the_window_pipeline_by_hand():
+    """conv1 -> conv2 (3x3, pad 1, 6x6 windows), 10 ns per window. One replica each: conv2's
+    window a reads up to conv1's pixel one row and one column on (window a + 7, done at
+    (a + 8) x 10), so it is done at (a + 9) x 10 and conv2 ends 80 ns after conv1 (440).
+    Two replicas each: conv2's second replica starts at window 18 (row 3), which reads the row
+    above, made by conv1's first replica (window 13 at 140 ns, while conv1's second replica
+    made its own rows by 80 ns); paced by that row up to 200 ns, it then runs its last 12
+    windows: 320 ns."""
     inst = instance(1, 3, "ll", chips=3)
     edge = inst.edges[0]
-    assert (edge.producer, edge.consumer, edge.halo) == (0, 1, True)
-    assert not inst.edges[1].halo  # fc has no rows
+    assert (edge.producer, edge.consumer) == (0, 1) and edge.reads.shape == (36, 9)
+    assert sorted(edge.reads[0][edge.reads[0] >= 0]) == [0, 1, 6, 7]  # the pad is not read
+    assert inst.edges[1].reads is None  # fc reads every window of conv2
     conv1, conv2, _ = inst.layers
     two = [u.ags for u in conv1.choices].index(2)
     one = [u.ags for u in conv2.choices].index(1)
@@ -295,15 +303,14 @@ def test_a_replicated_consumer_waits_for_the_row_above_its_range():
                 LayerCounts(0, 1, np.array([0, 0, 1]), np.array([0, 0, 1]),
                             np.array([0, 0, 1]))]
 
-    def finish(r1: int, r2: int) -> float:
-        _, end = path_times(inst, counts(r1, r2), lambda i, c, n: 10.0 * n)
-        return end[1]
-
-    start, _ = path_times(inst, counts(2, 2), lambda i, c, n: 10.0 * n)
-    assert start[0] == 0
-    assert finish(2, 2) == 10.0 * 18 + 10.0 * 18  # conv1's replica 0, then conv2's
-    # one replica: it starts once conv1 made the 2 rows (12 windows) its first window reads
-    assert finish(2, 1) == 10.0 * 12 + 10.0 * 36
+    done, finish = pipeline(inst, counts(1, 1), lambda i, size: 10.0)
+    assert finish[0] == 360.0 and list(done[1][:3]) == [90.0, 100.0, 110.0]
+    assert done[1][28] == 370.0 and finish[1] == 440.0
+    assert finish[2] == 450.0  # fc: one window once conv2's last is done
+    done, finish = pipeline(inst, counts(2, 2), lambda i, size: 10.0)
+    assert done[0][13] == 140.0 and done[0][25] == 80.0
+    assert list(done[1][18:24]) == [150.0, 160.0, 170.0, 180.0, 190.0, 200.0]
+    assert finish[1] == 320.0
 
 
 @pytest.mark.parametrize("engine", ["cpsat", "milp", "milp-highs"])
@@ -343,7 +350,7 @@ def test_home_floor_is_below_every_placement(kwargs):
             ri = layer.replications.index(c.replication)
             for scale in ((), ticks):
                 floor = evaluate.home_floor(inst, li, c.choice, ri, *scale[:2])
-                assert floor <= evaluate.core_floors(inst, counts, *scale)[li]
+                assert floor <= evaluate.core_floors(inst, counts, *scale[:2])[li]
             binding += evaluate.home_floor(inst, li, c.choice, ri) > window_ns(
                 inst, li, c.choice) * layer.windows_per_replica(c.replication)
     assert binding or not inst.sync, "the floor never exceeds tau: the case tests nothing"
