@@ -324,7 +324,7 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
                                      m.output_bytes_per_window, m.input_bytes_per_window,
                                      _home_bytes(geo, graph.layer(m.layer).kind, eb),
                                      overlap, spread))
-    edges, depth = _pipeline(graph, [p.name for p in layers])
+    edges, depth = _pipeline(graph, [p.name for p in layers], reads=mode == "ll")
     edges = tuple(replace(e, nbytes=math.floor(min(
         layers[e.producer].windows * layers[e.producer].store_bytes,
         layers[e.consumer].load_bytes[0]))) for e in edges)
@@ -447,8 +447,10 @@ def _reads(geo, producer) -> np.ndarray | None:
     return np.concatenate(cols, axis=1)
 
 
-def _pipeline(graph: Graph, mvm_names: list[str]) -> tuple[tuple[Edge, ...], int]:
-    """LL edges between crossbar layers (through vector layers) and the HT pipeline depth."""
+def _pipeline(graph: Graph, mvm_names: list[str],
+              reads: bool = True) -> tuple[tuple[Edge, ...], int]:
+    """LL edges between crossbar layers (through vector layers), with their ``reads`` if
+    asked (the LL pipeline needs them), and the HT pipeline depth."""
     dag = graph.dag
     index = {n: i for i, n in enumerate(mvm_names)}
     compute = [n for n in nx.topological_sort(dag)
@@ -481,7 +483,8 @@ def _pipeline(graph: Graph, mvm_names: list[str]) -> tuple[tuple[Edge, ...], int
                 before = list(dag.predecessors(p))
                 joined = joined or len(before) > 1 and graph.layer(p).op != "Concat"
                 stack.extend((q, joined) for q in before)
-        edges += [Edge(p, index[name], fraction, None if layer.kind is LayerKind.GEMM else
-                       _reads(geo, graph.layer(mvm_names[p]).mvm), direct=d)
+        edges += [Edge(p, index[name], fraction,
+                       _reads(geo, graph.layer(mvm_names[p]).mvm)
+                       if reads and layer.kind is not LayerKind.GEMM else None, direct=d)
                   for p, d in direct.items()]
     return tuple(sorted(edges, key=lambda e: (e.consumer, e.producer))), depth
