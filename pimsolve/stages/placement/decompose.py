@@ -161,6 +161,13 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             break
         sub = build_model(instance, objective, picks=picks)
         seed = _seed(instance, objective, picks, known)
+        if seed is not None:  # a placement of z* already: an incumbent whatever CP-SAT finds
+            known[picks] = seed
+            value = _model_units(instance, objective, seed)
+            if best is None or value < best:
+                best, best_counts = value, seed
+                if progress is not None:
+                    progress(Progress(time.perf_counter() - began, best, lower))
         share = left if seed is not None or retry else min(left, limit * UNSEEDED_SHARE)
         t = time.perf_counter()
         result, sub_values = solve_model(
