@@ -22,7 +22,7 @@ from pimsolve.ir.mapping import LayerPlacement, Mapping, Partition
 from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
-           "window_ns", "pipeline", "whole_ns", "replica_bounds", "core_floors",
+           "window_ns", "pipeline", "window_ready", "whole_ns", "replica_bounds", "core_floors",
            "offchip_floors", "home_floor", "PERIOD_NS",
            "memory_per_core", "ChipCrossings", "chip_crossings"]
 
@@ -271,15 +271,7 @@ def pipeline(instance: PlacementInstance, counts: list[LayerCounts],
     done: list[np.ndarray] = []
     finish: list[float] = []
     for i, (layer, c) in enumerate(zip(instance.layers, counts, strict=True)):
-        ready = np.zeros(layer.windows)
-        for e in instance.edges:
-            if e.consumer != i:
-                continue
-            made = done[e.producer]
-            p = counts[e.producer]
-            need = e.needs(layer.windows, len(made), replica_bounds(len(made), p.replication))
-            ready = np.maximum(ready, np.where(need >= 0, made[np.maximum(need, 0)],
-                                               0.0).max(axis=1, initial=0.0))
+        ready = window_ready(instance, counts, done, i)
         bounds = replica_bounds(layer.windows, c.replication)
         sizes = np.diff(bounds)
         replica = np.repeat(np.arange(c.replication), sizes)
@@ -296,6 +288,22 @@ def pipeline(instance: PlacementInstance, counts: list[LayerCounts],
             end = max(end, float(ready[0]) + offchip[i])
         finish.append(end)
     return done, finish
+
+
+def window_ready(instance: PlacementInstance, counts: list[LayerCounts],
+                 done: list[np.ndarray], layer: int) -> np.ndarray:
+    """ready(a) of ``pipeline``: per window of ``layer``, when the last producer window it
+    reads is done (``done`` per producer layer; 0 without producers)."""
+    ready = np.zeros(instance.layers[layer].windows)
+    for e in instance.edges:
+        if e.consumer != layer:
+            continue
+        made = done[e.producer]
+        bounds = replica_bounds(len(made), counts[e.producer].replication)
+        need = e.needs(len(ready), len(made), bounds)
+        ready = np.maximum(ready, np.where(need >= 0, made[np.maximum(need, 0)],
+                                           0.0).max(axis=1, initial=0.0))
+    return ready
 
 
 def core_floors(instance: PlacementInstance, counts: list[LayerCounts],

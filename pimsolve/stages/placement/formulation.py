@@ -22,6 +22,7 @@ import numpy as np
 from pimsolve.errors import InfeasibleError, InputError
 from pimsolve.solve.model import Expr, IntModel, Var, total
 from pimsolve.stages.placement.evaluate import (
+    PERIOD_NS,
     LayerCounts,
     chip_crossings,
     core_floors,
@@ -31,13 +32,16 @@ from pimsolve.stages.placement.evaluate import (
     predict,
     replica_bounds,
     window_ns,
+    window_ready,
 )
 from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "build_master",
            "decode_values", "hint_values", "objective_scale"]
 
-TICKS_PER_NS = 100
+TICKS_PER_NS = round(1 / PERIOD_NS)
+"""The model's time unit, the tick: 0.01 ns (``evaluate.PERIOD_NS``, the LL window period's
+rounding, is one tick)."""
 ENERGY_UNIT_PJ = 1000
 """EDP multiplies energy in nJ (ceil) by time in ticks."""
 
@@ -934,14 +938,7 @@ def _hint_pipeline(pm: PlacementModel, counts: list[LayerCounts], names: dict[st
         put(f"F[{layer.name}]", finish[li])
         for size in set(np.diff(replica_bounds(layer.windows, c.replication)).tolist()):
             put(f"w[{tag},{size}]", -(-whole[li] // size))
-        ready = np.zeros(layer.windows)
-        for e in inst.edges:
-            if e.consumer == li:
-                made = done[e.producer]
-                bounds = replica_bounds(len(made), counts[e.producer].replication)
-                need = e.needs(layer.windows, len(made), bounds)
-                ready = np.maximum(ready, np.where(need >= 0, made[np.maximum(need, 0)],
-                                                   0).max(axis=1, initial=0))
+        ready = window_ready(inst, counts, done, li)
         put(f"R[{layer.name}]", ready[0])
         top = np.maximum.accumulate(done[li])
         for a in range(layer.windows):

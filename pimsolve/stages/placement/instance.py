@@ -225,23 +225,28 @@ class PlacementInstance:
         return next(i for i, layer in enumerate(self.layers) if layer.name == name)
 
 
+def _kernel_pixels(geometry, windows: int) -> tuple[np.ndarray, ...]:
+    """Per window (row) and kernel tap (column): the sample n (per row), the input row y and
+    column x it reads (padding included), and whether that pixel is inside the input."""
+    ho, wo = geometry.output_hw
+    hi, wi = geometry.input_hw
+    kh, kw = geometry.kernel
+    (sh, sw), (dh, dw) = geometry.strides, geometry.dilations
+    n, rest = np.divmod(np.arange(windows), ho * wo)
+    oy, ox = np.divmod(rest, wo)
+    y = np.repeat(oy[:, None] * sh - geometry.pads[0] + np.arange(kh)[None, :] * dh, kw, axis=1)
+    x = np.tile(ox[:, None] * sw - geometry.pads[1] + np.arange(kw)[None, :] * dw, (1, kh))
+    return n, y, x, (y >= 0) & (y < hi) & (x >= 0) & (x < wi)
+
+
 def _range_pixels(geometry, windows: int, reps) -> tuple[list[int], int]:
     """Per r in ``reps``: the input pixels (padding excluded) the r contiguous window ranges
     [k W / r, (k + 1) W / r) of a convolution read, summed over the ranges; and the pixels
     all windows read. One pass: (pixel, window) pairs sorted by pixel, then window, so a pair
     starts a new (pixel, range) whenever its pixel or its range label changes."""
-    ho, wo = geometry.output_hw
     hi, wi = geometry.input_hw
-    kh, kw = geometry.kernel
-    (sh, sw), (dh, dw) = geometry.strides, geometry.dilations
     t = np.arange(windows)
-    n, rest = np.divmod(t, ho * wo)
-    oy, ox = np.divmod(rest, wo)
-    ys = oy[:, None] * sh - geometry.pads[0] + np.arange(kh)[None, :] * dh
-    xs = ox[:, None] * sw - geometry.pads[1] + np.arange(kw)[None, :] * dw
-    y = np.repeat(ys, kw, axis=1)
-    x = np.tile(xs, (1, kh))
-    ok = (y >= 0) & (y < hi) & (x >= 0) & (x < wi)
+    n, y, x, ok = _kernel_pixels(geometry, windows)
     pix = (n[:, None] * hi * wi + y * wi + x)[ok]
     win = np.broadcast_to(t[:, None], ok.shape)[ok]
     order = np.lexsort((win, pix))
@@ -433,15 +438,7 @@ def _reads(geo, producer) -> np.ndarray | None:
     if hp % hi or wp % wi or producer.batch != geo.batch:
         return None
     f, g = hp // hi, wp // wi
-    ho, wo = geo.output_hw
-    kh, kw = geo.kernel
-    (sh, sw), (dh, dw) = geo.strides, geo.dilations
-    t = np.arange(geo.batch * ho * wo)
-    n, rest = np.divmod(t, ho * wo)
-    oy, ox = np.divmod(rest, wo)
-    y = np.repeat(oy[:, None] * sh - geo.pads[0] + np.arange(kh)[None, :] * dh, kw, axis=1)
-    x = np.tile(ox[:, None] * sw - geo.pads[1] + np.arange(kw)[None, :] * dw, (1, kh))
-    inside = (y >= 0) & (y < hi) & (x >= 0) & (x < wi)
+    n, y, x, inside = _kernel_pixels(geo, geo.windows)
     cols = [np.where(inside, n[:, None] * hp * wp + (y * f + a) * wp + x * g + b, -1)
             for a in range(f) for b in range(g)]
     return np.concatenate(cols, axis=1)
