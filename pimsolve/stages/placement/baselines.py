@@ -20,6 +20,7 @@ The methods ignore the objective (as in PIMCOMP-NN): they only balance the AG ti
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -271,16 +272,18 @@ AG time per crossbar first."""
 
 
 def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int],
-          cap: float, order: str = "crossbars") -> list[LayerCounts] | None:
+          cap: float, order: str = "crossbars", share: bool = False,
+          ) -> list[LayerCounts] | None:
     """Place ``reps[l]`` replicas so that no core's busiest resource (``per_core``'s, and
     their sum with sync communication) passes ``cap`` ns; None when the greedy fails.
 
     Bin packing on two axes, crossbars and time, replicas in ``order`` (``LEVEL_ORDERS``): a
     replica's home is the core that can take the most of its AGs under the cap (the least
-    busy of those), and its other AGs, each charging its input slice and partial sums to
-    both ends, go to the cores taking the most of them (the home's chip first). Unlike
-    :func:`pack` it mixes layers on a core, so cores of dense AGs (many windows per
-    crossbar, e.g. PUMA's early convolutions) share their time with sparse ones.
+    busy of those; with ``share``, in HT, one already home to a replica of the layer, whose
+    input loads it shares on the global memory), and its other AGs, each charging its input
+    slice and partial sums to both ends, go to the cores taking the most of them (the home's
+    chip first). Unlike :func:`pack` it mixes layers on a core, so cores of dense AGs (many
+    windows per crossbar, e.g. PUMA's early convolutions) share their time with sparse ones.
     ``level_search`` bisects the cap.
     """
     n, k = len(instance.layers), instance.cores
@@ -352,7 +355,9 @@ def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[in
             a, instance.crossbars_per_core // x)), take, 0)
         if not take.any():
             return None
-        at = int(np.lexsort((_busiest(instance, load), -take))[0])
+        overlap = ht and layer.overlap(layer.replications.index(reps[i])) > 0
+        sharing = rho[i] > 0 if share and overlap else np.zeros(k, dtype=bool)
+        at = int(np.lexsort((_busiest(instance, load), ~sharing, -take))[0])
         count = int(take[at])
         for name, v in home.items():  # gport's differs per core (loads shared by homes)
             load[name][at] += v[at] if np.ndim(v) else v
@@ -390,22 +395,27 @@ def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[in
 
 def level_search(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int],
                  objective: str, steps: int = 10) -> list[LayerCounts] | None:
-    """The best (by ``predict``) of :func:`level` placements in every order, the cap bisected
-    between the cores' mean MVM issue time and the busiest core of :func:`pack`'s placement
-    (or all the MVM issue on one core); :func:`pack`'s placement if none is better."""
+    """The best (by ``predict``) of :func:`level` placements in every order (in HT, homes
+    shared or not), the cap bisected between the cores' mean MVM issue time and the busiest
+    core of :func:`pack`'s placement (or all the MVM issue on one core; in HT, its cycle time
+    if longer: where the global memory binds, busier cores that share loads pay off);
+    :func:`pack`'s placement if none is better."""
     work = sum(layer.choices[ui].ags * r * layer.windows_per_replica(r)
                * layer.choices[ui].issue_ns
                for layer, ui, r in zip(instance.layers, choices, reps, strict=True))
     best = pack(instance, choices, reps)
     value = predict(instance, best).objective(objective) if best is not None else math.inf
     top = max(_core_time(instance, best), work / instance.cores) if best is not None else work
-    for order in LEVEL_ORDERS:
+    if best is not None and instance.mode == "ht":
+        top = max(top, predict(instance, best).time_ns)
+    shares = (False, True) if instance.mode == "ht" else (False,)
+    for order, share in itertools.product(LEVEL_ORDERS, shares):
         lo, hi = work / instance.cores, top
-        if level(instance, choices, reps, hi, order) is None:
+        if level(instance, choices, reps, hi, order, share) is None:
             continue  # this order fails even at the loosest cap
         for _ in range(steps):
             cap = (lo + hi) / 2
-            found = level(instance, choices, reps, cap, order)
+            found = level(instance, choices, reps, cap, order, share)
             if found is None:
                 lo = cap
                 continue

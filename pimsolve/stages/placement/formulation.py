@@ -460,6 +460,14 @@ def _homes_per_core(instance: PlacementInstance, li: int, ui: int, ri: int,
         for ns, fixed in ((u.issue_ns, 0), (u.home_vfu_ns, vfu0), (u.home_local_ns, 0)):
             if ns > 0:
                 most = min(most, math.floor((upper - fixed) / (_ticks(ns) * m)))
+        # h homes keep at most C / X of their h A AGs on the core; each other AG sends its
+        # partial sums in and takes its input slice out, m times, over the core's link
+        link = _ns_per_byte(instance.link_bytes_per_ns)
+        kept = instance.crossbars_per_core // u.crossbars_per_ag
+        for nbytes in (u.out_bytes, u.in_bytes):
+            if nbytes > 0:
+                most = min(most, math.floor((upper / (_ticks(nbytes) * link * m) + kept)
+                                            / u.ags))
     return max(1, most)
 
 

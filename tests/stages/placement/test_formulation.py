@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -371,3 +372,28 @@ def test_issue_floor_by_hand():
     assert m == 18
     assert evaluate.core_floors(inst, [together, *rest])[0] == 4 * 18 * 1600.0
     assert evaluate.core_floors(inst, [apart, *rest])[0] == 2 * 18 * 1600.0
+
+
+@pytest.mark.parametrize("link_gb_per_s", [None, 0.05])
+def test_homes_per_core_holds_for_every_placement_below_upper(link_gb_per_s):
+    """HT: a placement whose busiest core is within ``upper`` puts at most
+    ``_homes_per_core(upper)`` homes of a layer on any core. On a slow link the bound is
+    the link's: h homes keep at most C / X of their h A AGs, the others' partial sums and
+    input slices cross the home core's link."""
+    inst = instance(2, 3, "ht", link_gb_per_s=link_gb_per_s)
+    fast = instance(2, 3, "ht", link_gb_per_s=1e6)
+    empty = [evaluate.LayerCounts(0, 1, *(np.zeros(inst.cores, dtype=np.int64),) * 3)
+             for _ in inst.layers]
+    checked = tighter = 0
+    for li, layer in enumerate(inst.layers):
+        for c in _layer_options(inst, li):
+            counts = [*empty[:li], c, *empty[li + 1:]]
+            busy = max(v.max() for v in evaluate.per_core(inst, counts).values())
+            upper = math.ceil(busy * TICKS_PER_NS)
+            ri = layer.replications.index(c.replication)
+            most = formulation._homes_per_core(inst, li, c.choice, ri, upper)
+            assert c.rho.max() <= most
+            tighter += most < formulation._homes_per_core(fast, li, c.choice, ri, upper)
+            checked += 1
+    assert checked
+    assert bool(tighter) == (link_gb_per_s is not None), "the link term never binds"
