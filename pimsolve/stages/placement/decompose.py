@@ -37,9 +37,14 @@ from pimsolve.stages.placement.formulation import (
     objective_scale,
 )
 from pimsolve.stages.placement.instance import PlacementInstance
+from pimsolve.stages.placement.search import search_options
 
 __all__ = ["solve_decomposed", "picks_of"]
 
+SEARCH_SHARE = 0.2
+"""LL latency: of the time limit, what ``search.search_options`` takes after the first
+master (SEARCH_S without a limit)."""
+SEARCH_S = 2.0
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
@@ -95,7 +100,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     """The best placement and a proven bound, in the model's units (ticks, nJ, EDP).
 
     ``start`` (a known placement, e.g. the best baseline) is the first incumbent and the
-    hint of its options' subproblem.
+    hint of its options' subproblem. In LL, for latency, the option sets
+    ``search.search_options`` finds from it, placed, are incumbents too (searched once the
+    first master has given its bound, which needs the time more).
     """
     began = time.perf_counter()
     limit = options.time_limit_s if options.time_limit_s is not None else math.inf
@@ -108,13 +115,14 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         best, best_counts = _model_units(instance, objective, start), start
     lower = 0.0
     stats = {"iterations": 0.0, "master_s": 0.0, "subproblem_s": 0.0, "subproblems_optimal": 0.0,
-             "parked": 0.0}
+             "parked": 0.0, "search_s": 0.0}
     settled: dict[Picks, float] = {}  # option sets settled: the bound proved (inf: none fits)
     # parked: option sets whose subproblem found no placement in its share and that the master
     # no longer offers; each keeps the master's value when it was chosen, a bound for it
     parked: dict[Picks, float] = {}
     master, master_upper = None, None
     proven, master_result = False, None
+    search = instance.mode == "ll" and objective == "latency"  # once, after the first master
     while True:
         left = limit - (time.perf_counter() - began)
         if left <= 0:
@@ -140,6 +148,17 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             if master_result.bound is not None:  # parked options are outside the master
                 lower = max(lower, min(math.ceil(master_result.bound - 1e-9),
                                        min(parked.values(), default=math.inf)))
+            if search and (left := limit - (time.perf_counter() - began)) > 0:
+                search = False
+                t = time.perf_counter()
+                found = _search(instance, objective, start, known,
+                                min(SEARCH_SHARE * limit, left) if limit < math.inf
+                                else SEARCH_S, options.seed or 0)
+                stats["search_s"] = time.perf_counter() - t
+                if found is not None and (best is None or found[0] < best):
+                    best, best_counts = found
+                    if progress is not None:
+                        progress(Progress(time.perf_counter() - began, best, lower))
             if best is not None and best - lower <= goal * abs(best) + 1e-9:
                 proven = True
                 break
@@ -218,6 +237,25 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                        wall_s=wall, deterministic_s=None, seed=options.seed,
                        stop_reason=reason, params=master_result.params if master_result else "",
                        stats=stats), best_counts
+
+
+def _search(instance: PlacementInstance, objective: str, start: list[LayerCounts] | None,
+            known: dict[Picks, list[LayerCounts]], seconds: float,
+            seed: int) -> tuple[float, list[LayerCounts]] | None:
+    """The best placement (model units, counts) of the option sets ``search_options`` finds
+    from ``start``'s in ``seconds``; each placed one joins ``known``."""
+    origin = picks_of(instance, start) if start is not None else None
+    best = None
+    for picks in search_options(instance, origin or tuple((0, 0) for _ in instance.layers),
+                                seconds=seconds, seed=seed):
+        counts = _seed(instance, objective, picks, known)
+        if counts is None:
+            continue
+        known[picks] = counts
+        value = _model_units(instance, objective, counts)
+        if best is None or value < best[0]:
+            best = value, counts
+    return best
 
 
 def _master(instance: PlacementInstance, objective: str, upper: float | None,

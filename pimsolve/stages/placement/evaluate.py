@@ -12,7 +12,7 @@ GA all score placements with one function. A placement is held as counts per lay
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +23,7 @@ from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
            "window_ns", "pipeline", "window_ready", "whole_ns", "replica_bounds", "core_floors",
-           "offchip_floors", "home_floor", "PERIOD_NS",
+           "offchip_floors", "home_floor", "floor_latency", "PERIOD_NS",
            "memory_per_core", "ChipCrossings", "chip_crossings"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
@@ -233,7 +233,7 @@ def _critical_path(instance: PlacementInstance, counts: list[LayerCounts],
     """LL latency: the last layer finish of ``pipeline`` in ns."""
     whole = whole_ns(instance, counts)
     off = offchip_floors(instance, counts, crossings=crossings)
-    _, finish = pipeline(instance, counts,
+    _, finish = pipeline(instance, [c.replication for c in counts],
                          lambda i, size: math.ceil(whole[i] / PERIOD_NS / size - 1e-9)
                          * PERIOD_NS, off)
     return max(finish, default=0.0)
@@ -248,15 +248,31 @@ def whole_ns(instance: PlacementInstance, counts: list[LayerCounts]) -> list[flo
         c.replication), floors[i]) for i, c in enumerate(counts)]
 
 
+def floor_latency(instance: PlacementInstance, choices: Sequence[int],
+                  reps: Sequence[int]) -> float:
+    """LL: the latency of ``pipeline`` with each layer's D_l at its option's floor, the larger
+    of its m windows one after another and ``home_floor``, and no off-chip time: no
+    placement of these options is faster (``whole_ns`` is at least that, ``core_floors`` at
+    least ``home_floor``)."""
+    whole = [max(window_ns(instance, i, ui) * layer.windows_per_replica(r),
+                 home_floor(instance, i, ui, layer.replications.index(r)))
+             for i, (layer, ui, r) in enumerate(zip(instance.layers, choices, reps,
+                                                    strict=True))]
+    _, finish = pipeline(instance, reps, lambda i, size: math.ceil(
+        whole[i] / PERIOD_NS / size - 1e-9) * PERIOD_NS)
+    return max(finish, default=0.0)
+
+
 def replica_bounds(windows: int, replication: int) -> np.ndarray:
     """b_{l,j} = floor(j W / r), j = 0..r: replica j makes windows [b_j, b_{j+1}) in order."""
     return np.arange(replication + 1) * windows // replication
 
 
-def pipeline(instance: PlacementInstance, counts: list[LayerCounts],
+def pipeline(instance: PlacementInstance, reps: Sequence[int],
              period: Callable[[int, int], float],
              offchip: list[float] | None = None) -> tuple[list[np.ndarray], list[float]]:
-    """LL, window by window: when each window of each layer is done, and when each layer is.
+    """LL, window by window: when each window of each layer is done, and when each layer is,
+    with ``reps[l]`` replicas of layer l.
 
     Replica j of layer l makes its windows a = b_j .. b_{j+1} - 1 in order, each taking the
     period w_{l,j} = ``period(l, s_j)`` (s_j = b_{j+1} - b_j; the replica's D_l spread over its
@@ -270,11 +286,11 @@ def pipeline(instance: PlacementInstance, counts: list[LayerCounts],
     off-chip link all chips share (``offchip_floors``), which starts with its first input."""
     done: list[np.ndarray] = []
     finish: list[float] = []
-    for i, (layer, c) in enumerate(zip(instance.layers, counts, strict=True)):
-        ready = window_ready(instance, counts, done, i)
-        bounds = replica_bounds(layer.windows, c.replication)
+    for i, (layer, r) in enumerate(zip(instance.layers, reps, strict=True)):
+        ready = window_ready(instance, reps, done, i)
+        bounds = replica_bounds(layer.windows, r)
         sizes = np.diff(bounds)
-        replica = np.repeat(np.arange(c.replication), sizes)
+        replica = np.repeat(np.arange(r), sizes)
         k = np.arange(layer.windows) - bounds[replica]  # a's place in its replica
         w = np.array([period(i, int(size)) for size in sizes])[replica]
         # done(a) = max(done(a - 1), ready(a)) + w, unrolled: (k + 1) w + cummax(ready - k w)
@@ -290,7 +306,7 @@ def pipeline(instance: PlacementInstance, counts: list[LayerCounts],
     return done, finish
 
 
-def window_ready(instance: PlacementInstance, counts: list[LayerCounts],
+def window_ready(instance: PlacementInstance, reps: Sequence[int],
                  done: list[np.ndarray], layer: int) -> np.ndarray:
     """ready(a) of ``pipeline``: per window of ``layer``, when the last producer window it
     reads is done (``done`` per producer layer; 0 without producers)."""
@@ -299,7 +315,7 @@ def window_ready(instance: PlacementInstance, counts: list[LayerCounts],
         if e.consumer != layer:
             continue
         made = done[e.producer]
-        bounds = replica_bounds(len(made), counts[e.producer].replication)
+        bounds = replica_bounds(len(made), reps[e.producer])
         need = e.needs(len(ready), len(made), bounds)
         ready = np.maximum(ready, np.where(need >= 0, made[np.maximum(need, 0)],
                                            0.0).max(axis=1, initial=0.0))

@@ -934,7 +934,8 @@ def _hint_pipeline(pm: PlacementModel, counts: list[LayerCounts], names: dict[st
     whole = [max(_option_whole(inst, i, c.choice, inst.layers[i].replications.index(
         c.replication), False), floors[i]) for i, c in enumerate(counts)]
     offs = [math.ceil(f) for f in offchip_floors(inst, counts, offlink)]
-    done, finish = pipeline(inst, counts, lambda i, size: -(-whole[i] // size), offs)
+    reps = [c.replication for c in counts]
+    done, finish = pipeline(inst, reps, lambda i, size: -(-whole[i] // size), offs)
 
     def put(name: str, value) -> None:
         if name in names:
@@ -946,7 +947,7 @@ def _hint_pipeline(pm: PlacementModel, counts: list[LayerCounts], names: dict[st
         put(f"F[{layer.name}]", finish[li])
         for size in set(np.diff(replica_bounds(layer.windows, c.replication)).tolist()):
             put(f"w[{tag},{size}]", -(-whole[li] // size))
-        ready = window_ready(inst, counts, done, li)
+        ready = window_ready(inst, reps, done, li)
         put(f"R[{layer.name}]", ready[0])
         top = np.maximum.accumulate(done[li])
         for a in range(layer.windows):

@@ -219,9 +219,9 @@ def test_layer_sending_over_the_off_chip_link_takes_at_least_its_bytes_time():
     inst, counts, _ = _three_chips()
     off = evaluate.offchip_floors(inst, counts)
     assert off[0] == pytest.approx(768 / 0.005) and off[1] == pytest.approx(8 / 0.005)
-    _, finish = pipeline(inst, counts, lambda i, size: 10.0, off)
+    _, finish = pipeline(inst, [c.replication for c in counts], lambda i, size: 10.0, off)
     assert finish[0] == pytest.approx(768 / 0.005)
-    _, free = pipeline(inst, counts, lambda i, size: 10.0)
+    _, free = pipeline(inst, [c.replication for c in counts], lambda i, size: 10.0)
     assert free[0] == 180.0  # 18 windows in each of its two replicas
     alone = dataclasses.replace(inst, offchip_bytes_per_ns=None)
     assert evaluate.offchip_floors(alone, counts) == [0.0] * 3
@@ -293,22 +293,11 @@ def test_the_window_pipeline_by_hand():
     assert (edge.producer, edge.consumer) == (0, 1) and edge.reads.shape == (36, 9)
     assert sorted(edge.reads[0][edge.reads[0] >= 0]) == [0, 1, 6, 7]  # the pad is not read
     assert inst.edges[1].reads is None  # fc reads every window of conv2
-    conv1, conv2, _ = inst.layers
-    two = [u.ags for u in conv1.choices].index(2)
-    one = [u.ags for u in conv2.choices].index(1)
-
-    def counts(r1: int, r2: int) -> list[LayerCounts]:
-        y1, y2 = np.array([2 * r1, 0, 0]), np.array([0, r2, 0])
-        return [LayerCounts(two, r1, y1, np.array([r1, 0, 0]), y1),
-                LayerCounts(one, r2, y2, np.array([0, r2, 0]), y2),
-                LayerCounts(0, 1, np.array([0, 0, 1]), np.array([0, 0, 1]),
-                            np.array([0, 0, 1]))]
-
-    done, finish = pipeline(inst, counts(1, 1), lambda i, size: 10.0)
+    done, finish = pipeline(inst, (1, 1, 1), lambda i, size: 10.0)
     assert finish[0] == 360.0 and list(done[1][:3]) == [90.0, 100.0, 110.0]
     assert done[1][28] == 370.0 and finish[1] == 440.0
     assert finish[2] == 450.0  # fc: one window once conv2's last is done
-    done, finish = pipeline(inst, counts(2, 2), lambda i, size: 10.0)
+    done, finish = pipeline(inst, (2, 2, 1), lambda i, size: 10.0)
     assert done[0][13] == 140.0 and done[0][25] == 80.0
     assert list(done[1][18:24]) == [150.0, 160.0, 170.0, 180.0, 190.0, 200.0]
     assert finish[1] == 320.0
@@ -397,3 +386,29 @@ def test_homes_per_core_holds_for_every_placement_below_upper(link_gb_per_s):
             checked += 1
     assert checked
     assert bool(tighter) == (link_gb_per_s is not None), "the link term never binds"
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"communication": "sync", "link_gb_per_s": 0.2,
+                                         "issue_ns": 1600}], ids=["isaac", "sync"])
+def test_floor_latency_is_below_every_placement(kwargs):
+    """``floor_latency`` of an option set (the pipeline at the options' floors) is at most
+    the latency of every valid placement of it; with ISAAC's fast async link the best
+    placement of some option set reaches it (on the slow sync link, where transfers block
+    the cores, none does: the home floor is a relaxation)."""
+    inst = instance(2, 3, "ll", **kwargs)
+    per_layer = [list(_layer_options(inst, li)) for li in range(len(inst.layers))]
+    least: dict[tuple, float] = {}
+    for combo in itertools.product(*per_layer):
+        used = sum(c.y * inst.layers[i].choices[c.choice].crossbars_per_ag
+                   for i, c in enumerate(combo))
+        if (used > inst.crossbars_per_core).any():
+            continue
+        key = tuple((c.choice, c.replication) for c in combo)
+        least[key] = min(least.get(key, math.inf), predict(inst, list(combo)).latency_ns)
+    reached = 0
+    for key, latency in least.items():
+        floor = evaluate.floor_latency(inst, *zip(*key, strict=True))
+        assert floor <= latency + 1e-9
+        reached += floor == pytest.approx(latency)
+    assert len(least) > 1
+    assert bool(reached) == (not inst.sync)
