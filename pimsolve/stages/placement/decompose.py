@@ -100,9 +100,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     """The best placement and a proven bound, in the model's units (ticks, nJ, EDP).
 
     ``start`` (a known placement, e.g. the best baseline) is the first incumbent and the
-    hint of its options' subproblem. In LL, for latency, the option sets
-    ``search.search_options`` finds from it, placed, are incumbents too (searched once the
-    first master has given its bound, which needs the time more).
+    hint of its options' subproblem. In LL, for latency (async communication), the option
+    sets ``search.search_options`` finds from it, placed, are incumbents too (searched once
+    the first master has given its bound, which needs the time more).
     """
     began = time.perf_counter()
     limit = options.time_limit_s if options.time_limit_s is not None else math.inf
@@ -122,7 +122,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     parked: dict[Picks, float] = {}
     master, master_upper = None, None
     proven, master_result = False, None
-    search = instance.mode == "ll" and objective == "latency"  # once, after the first master
+    # once, after the first master; not with sync communication, where transfers block the
+    # cores: the floor is a fifth to a half of a placement's latency and ranks options poorly
+    search = instance.mode == "ll" and objective == "latency" and not instance.sync
     while True:
         left = limit - (time.perf_counter() - began)
         if left <= 0:
