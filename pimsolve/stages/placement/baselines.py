@@ -267,6 +267,12 @@ def spread(instance: PlacementInstance, choices: Sequence[int],
 LEVEL_HOME_SHARE = 0.75
 """:func:`level`: a replica's home holds at least this share of the AGs one core can hold."""
 LEVEL_ORDERS = ("crossbars", "time", "density")
+SHARE_MOST = 2
+"""``level`` with ``share`` prefers a core holding fewer homes of the layer than this. The model
+sees the loads saved, not the simulator's cost of a core serving many homes' windows:
+resnet18-28/isaac HT, CP-SAT's options, simulated 139.8 us without sharing, 138.5 with
+pairs, 137.4 with three, 144.2 with four, 154.2 unbounded (11 of Conv_0's 14 homes on one
+core), while the model ranks them 111.3, 109.8, 109.8, 109.8, 109.8 us."""
 """Orders :func:`level` places replicas in: largest AG first, busiest AG first, or the most
 AG time per crossbar first."""
 
@@ -279,11 +285,12 @@ def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[in
 
     Bin packing on two axes, crossbars and time, replicas in ``order`` (``LEVEL_ORDERS``): a
     replica's home is the core that can take the most of its AGs under the cap (the least
-    busy of those; with ``share``, in HT, one already home to a replica of the layer, whose
-    input loads it shares on the global memory), and its other AGs, each charging its input
-    slice and partial sums to both ends, go to the cores taking the most of them (the home's
-    chip first). Unlike :func:`pack` it mixes layers on a core, so cores of dense AGs (many
-    windows per crossbar, e.g. PUMA's early convolutions) share their time with sparse ones.
+    busy of those; with ``share``, in HT, one already home to fewer than ``SHARE_MOST``
+    replicas of the layer, whose input loads it shares on the global memory), and its other
+    AGs, each charging its input slice and partial sums to both ends, go to the cores taking
+    the most of them (the home's chip first). Unlike :func:`pack` it mixes layers on a core,
+    so cores of dense AGs (many windows per crossbar, e.g. PUMA's early convolutions) share
+    their time with sparse ones.
     ``level_search`` bisects the cap.
     """
     n, k = len(instance.layers), instance.cores
@@ -356,7 +363,8 @@ def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[in
         if not take.any():
             return None
         overlap = ht and layer.overlap(layer.replications.index(reps[i])) > 0
-        sharing = rho[i] > 0 if share and overlap else np.zeros(k, dtype=bool)
+        sharing = ((rho[i] > 0) & (rho[i] < SHARE_MOST) if share and overlap
+                   else np.zeros(k, dtype=bool))
         at = int(np.lexsort((_busiest(instance, load), ~sharing, -take))[0])
         count = int(take[at])
         for name, v in home.items():  # gport's differs per core (loads shared by homes)

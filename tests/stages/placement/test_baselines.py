@@ -346,8 +346,9 @@ def test_level_search_mixes_layers_on_puma() -> None:
 def test_level_search_shares_loads_where_global_memory_binds():
     """resnet18-28 on ISAAC (HT), balance's options: pack's placement is bound by the global
     memory (131.1 us). Homes of one layer on one core load their overlapping inputs once;
-    level puts a replica's home with its layer's other homes where it can, and level_search
-    tries caps up to that cycle time: 120.1 us measured, bound by the global memory still."""
+    level puts a replica's home with another of its layer where it can (pairs), and
+    level_search tries caps up to that cycle time: 124.1 us measured, still bound by the
+    global memory."""
     ins = inspect_model("resnet18-28", target="isaac")
     inst = build_instance(ins.graph, ins.workload, ins.target, "ht")
     options = BASELINES["balance"](inst, "throughput")
@@ -356,6 +357,6 @@ def test_level_search_shares_loads_where_global_memory_binds():
     assert packed.bottleneck == "gm"
     leveled = level_search(inst, choices, reps, "throughput")
     assert check_counts(inst, leveled) is None
-    assert predict(inst, leveled).time_ns < 0.95 * packed.time_ns
+    assert predict(inst, leveled).time_ns < 0.96 * packed.time_ns
     shared = sum(int((c.rho > 1).sum()) for c in leveled)
     assert shared > sum(int((c.rho > 1).sum()) for c in pack(inst, choices, reps))
