@@ -37,7 +37,7 @@ from pimsolve.stages.placement.formulation import (
     objective_scale,
 )
 from pimsolve.stages.placement.instance import PlacementInstance
-from pimsolve.stages.placement.search import search_options
+from pimsolve.stages.placement.search import Picks, search_options
 
 __all__ = ["solve_decomposed", "picks_of"]
 
@@ -48,10 +48,6 @@ SEARCH_S = 2.0
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
-
-Picks = tuple[tuple[int, int], ...]
-"""Per layer: (unfolding index, replication index)."""
-
 
 def picks_of(instance: PlacementInstance, counts: list[LayerCounts]) -> Picks | None:
     """The options of a placement (None if a replication is not admissible)."""

@@ -447,7 +447,9 @@ def _homes_per_core(instance: PlacementInstance, li: int, ui: int, ri: int,
                     upper: int | None) -> int:
     """The most homes of a layer's replicas one core can hold: each keeps at least one AG
     (all in core mode) and its buffers; below ``upper`` ticks, each home also runs m windows
-    of an AG, its adds and its copies on that core's issue slots, vector unit and port."""
+    of an AG, its adds and its copies on that core's issue slots, vector unit and port, and
+    the AGs beyond the C / X the core holds exchange their slices and partial sums over
+    its link."""
     layer = instance.layers[li]
     u, m = layer.choices[ui], layer.windows_per_replica(layer.replications[ri])
     most = instance.crossbars_per_core // (

@@ -2,7 +2,7 @@
 
 ``evaluate.floor_latency`` scores options z (an unfolding and a replication per layer) in a
 few milliseconds: the window pipeline with every layer's D at its option's floor, which no
-placement of z beats and, on ISAAC and Arch-C, the greedy placements reach. The
+placement of z beats and, on ISAAC and Arch-C, the greedy placements mostly reach. The
 decomposition's master cannot see how the replicas of consecutive layers line up (which
 replica of a layer waits for the end of which of its producer's), so the option sets it
 ranks first can be far from the best; simulated annealing on the floor finds better ones,
@@ -18,7 +18,7 @@ import time
 from pimsolve.stages.placement.evaluate import floor_latency
 from pimsolve.stages.placement.instance import PlacementInstance
 
-__all__ = ["search_options"]
+__all__ = ["search_options", "Picks"]
 
 Picks = tuple[tuple[int, int], ...]
 """Per layer: (unfolding index, replication index)."""
