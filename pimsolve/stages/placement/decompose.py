@@ -42,8 +42,9 @@ from pimsolve.stages.placement.search import Picks, search_options
 __all__ = ["solve_decomposed", "picks_of"]
 
 SEARCH_SHARE = 0.2
-"""LL latency: of the time limit, what ``search.search_options`` takes after the first
-master (SEARCH_S without a limit)."""
+"""LL latency: of the time limit, at most what ``search.search_options`` takes, once, after
+the first master's option set is seeded (and at most half the time left; SEARCH_S without a
+limit)."""
 SEARCH_S = 2.0
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
@@ -97,8 +98,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
 
     ``start`` (a known placement, e.g. the best baseline) is the first incumbent and the
     hint of its options' subproblem. In LL, for latency (async communication), the option
-    sets ``search.search_options`` finds from it, placed, are incumbents too (searched once
-    the first master has given its bound, which needs the time more).
+    sets ``search.search_options`` finds from the best placement known once the first
+    master's option set is seeded, placed, are incumbents too (after the master's bound and
+    its seed, which need the time more).
     """
     began = time.perf_counter()
     limit = options.time_limit_s if options.time_limit_s is not None else math.inf
@@ -146,17 +148,6 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             if master_result.bound is not None:  # parked options are outside the master
                 lower = max(lower, min(math.ceil(master_result.bound - 1e-9),
                                        min(parked.values(), default=math.inf)))
-            if search and (left := limit - (time.perf_counter() - began)) > 0:
-                search = False
-                t = time.perf_counter()
-                found = _search(instance, objective, start, known,
-                                min(SEARCH_SHARE * limit, left) if limit < math.inf
-                                else SEARCH_S, options.seed or 0)
-                stats["search_s"] = time.perf_counter() - t
-                if found is not None and (best is None or found[0] < best):
-                    best, best_counts = found
-                    if progress is not None:
-                        progress(Progress(time.perf_counter() - began, best, lower))
             if best is not None and best - lower <= goal * abs(best) + 1e-9:
                 proven = True
                 break
@@ -185,6 +176,19 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 best, best_counts = value, seed
                 if progress is not None:
                     progress(Progress(time.perf_counter() - began, best, lower))
+        if search:  # once: from the best placement so far, leaving the subproblem half
+            search = False
+            t = time.perf_counter()
+            left = limit - (t - began)
+            found = _search(instance, objective, best_counts, known,
+                            min(SEARCH_SHARE * limit, left / 2) if limit < math.inf
+                            else SEARCH_S, options.seed or 0)
+            stats["search_s"] = time.perf_counter() - t
+            if found is not None and (best is None or found[0] < best):
+                best, best_counts = found
+                if progress is not None:
+                    progress(Progress(time.perf_counter() - began, best, lower))
+            left = limit - (time.perf_counter() - began)
         share = left if seed is not None or retry else min(left, limit * UNSEEDED_SHARE)
         t = time.perf_counter()
         result, sub_values = solve_model(
@@ -241,11 +245,16 @@ def _search(instance: PlacementInstance, objective: str, start: list[LayerCounts
             known: dict[Picks, list[LayerCounts]], seconds: float,
             seed: int) -> tuple[float, list[LayerCounts]] | None:
     """The best placement (model units, counts) of the option sets ``search_options`` finds
-    from ``start``'s in ``seconds``; each placed one joins ``known``."""
+    from ``start``'s, searching for 3/4 of ``seconds`` and placing in the rest (the best
+    always); each placed one joins ``known``."""
+    began = time.perf_counter()
     origin = picks_of(instance, start) if start is not None else None
     best = None
-    for picks in search_options(instance, origin or tuple((0, 0) for _ in instance.layers),
-                                seconds=seconds, seed=seed):
+    found = search_options(instance, origin or tuple((0, 0) for _ in instance.layers),
+                           seconds=0.75 * seconds, seed=seed)
+    for i, picks in enumerate(found):
+        if i and time.perf_counter() - began > seconds:
+            break
         counts = _seed(instance, objective, picks, known)
         if counts is None:
             continue
