@@ -168,14 +168,13 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 parked[picks] = floor
             break
         sub = build_model(instance, objective, picks=picks)
-        seed = _seed(instance, objective, picks, known)
-        if seed is not None:  # a placement of z* already: an incumbent whatever CP-SAT finds
-            known[picks] = seed
-            value = _model_units(instance, objective, seed)
-            if best is None or value < best:
-                best, best_counts = value, seed
-                if progress is not None:
-                    progress(Progress(time.perf_counter() - began, best, lower))
+        placed = _placed(instance, objective, picks, known)
+        seed = placed[1] if placed is not None else None
+        # a placement of z* already: an incumbent whatever CP-SAT finds
+        if placed is not None and (best is None or placed[0] < best):
+            best, best_counts = placed
+            if progress is not None:
+                progress(Progress(time.perf_counter() - began, best, lower))
         if search:  # once: from the best placement so far, leaving the subproblem half
             search = False
             t = time.perf_counter()
@@ -255,14 +254,21 @@ def _search(instance: PlacementInstance, objective: str, start: list[LayerCounts
     for i, picks in enumerate(found):
         if i and time.perf_counter() - began > seconds:
             break
-        counts = _seed(instance, objective, picks, known)
-        if counts is None:
-            continue
-        known[picks] = counts
-        value = _model_units(instance, objective, counts)
-        if best is None or value < best[0]:
-            best = value, counts
+        placed = _placed(instance, objective, picks, known)
+        if placed is not None and (best is None or placed[0] < best[0]):
+            best = placed
     return best
+
+
+def _placed(instance: PlacementInstance, objective: str, picks: Picks,
+            known: dict[Picks, list[LayerCounts]]) -> tuple[float, list[LayerCounts]] | None:
+    """``_seed``'s placement of ``picks`` (which joins ``known``) and its value in model
+    units; None if no greedy placement fits."""
+    counts = _seed(instance, objective, picks, known)
+    if counts is None:
+        return None
+    known[picks] = counts
+    return _model_units(instance, objective, counts), counts
 
 
 def _master(instance: PlacementInstance, objective: str, upper: float | None,

@@ -231,11 +231,16 @@ so that the model's integer periods are the same numbers."""
 def _critical_path(instance: PlacementInstance, counts: list[LayerCounts],
                    crossings: ChipCrossings) -> float:
     """LL latency: the last layer finish of ``pipeline`` in ns."""
-    whole = whole_ns(instance, counts)
-    off = offchip_floors(instance, counts, crossings=crossings)
-    _, finish = pipeline(instance, [c.replication for c in counts],
-                         lambda i, size: math.ceil(whole[i] / PERIOD_NS / size - 1e-9)
-                         * PERIOD_NS, off)
+    return _latency(instance, [c.replication for c in counts], whole_ns(instance, counts),
+                    offchip_floors(instance, counts, crossings=crossings))
+
+
+def _latency(instance: PlacementInstance, reps: Sequence[int], whole: list[float],
+             offchip: list[float] | None = None) -> float:
+    """The last layer finish of ``pipeline`` with each replica's period D_l / s rounded up
+    to ``PERIOD_NS``."""
+    _, finish = pipeline(instance, reps, lambda i, size: math.ceil(
+        whole[i] / PERIOD_NS / size - 1e-9) * PERIOD_NS, offchip)
     return max(finish, default=0.0)
 
 
@@ -258,9 +263,7 @@ def floor_latency(instance: PlacementInstance, choices: Sequence[int],
                  home_floor(instance, i, ui, layer.replications.index(r)))
              for i, (layer, ui, r) in enumerate(zip(instance.layers, choices, reps,
                                                     strict=True))]
-    _, finish = pipeline(instance, reps, lambda i, size: math.ceil(
-        whole[i] / PERIOD_NS / size - 1e-9) * PERIOD_NS)
-    return max(finish, default=0.0)
+    return _latency(instance, reps, whole)
 
 
 def replica_bounds(windows: int, replication: int) -> np.ndarray:

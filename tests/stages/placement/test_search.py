@@ -75,7 +75,7 @@ def test_decomposition_places_what_the_search_finds(monkeypatch):
 
 @pytest.mark.parametrize("communication", ["async", "sync"])
 def test_search_runs_only_with_async_communication(communication):
-    """With sync transfers the floor is far below every placement (PUMA: 2.4 to 5.3 times
+    """With sync transfers the floor is far below every placement (PUMA: 2.2 to 5.3 times
     it), so the decomposition does not search there."""
     inst = instance(2, 3, "ll", communication=communication, link_gb_per_s=0.2)
     result, _ = decompose.solve_decomposed(inst, "latency", "cpsat", SolveOptions())
