@@ -334,9 +334,10 @@ class _Generator:
 
     # ---- one task ------------------------------------------------------------------------
     def _transfer(self, src: int, dst: int, buf: Buffer, length: int, offset: int = 0,
-                  into: Buffer | None = None) -> Buffer:
-        """Send ``length`` elements of ``buf`` from core ``src`` to a new buffer on ``dst``."""
-        target = into if into is not None else self.em[dst].alloc(length)
+                  into: Buffer | None = None, rested: bool = False) -> Buffer:
+        """Send ``length`` elements of ``buf`` from core ``src`` to a new buffer on ``dst``
+        (``rested``: see ``CoreEmitter.alloc``)."""
+        target = into if into is not None else self.em[dst].alloc(length, rested)
         self.em[src].emit(Op.SEND, dst, 0, buf.addr + offset, 0, length, reads=(buf,))
         self.em[dst].emit(Op.RECV, src, target.addr, 0, 0, length, writes=(target,))
         return target
@@ -379,7 +380,7 @@ class _Generator:
                 src = get((lt.inputs[0], part[0][0]))
                 src_addr = src.addr + part[0][1]
             else:
-                src = em.alloc(ag.rows)
+                src = em.alloc(ag.rows, rested=True)
                 row = 0
                 for pixel, ch, length in part:
                     if pixel < 0:
@@ -392,7 +393,8 @@ class _Generator:
                 src_addr = src.addr
                 staged.temp.append((home, src))
             if ag.core != home:
-                moved = self._transfer(home, ag.core, src, ag.rows, src_addr - src.addr)
+                moved = self._transfer(home, ag.core, src, ag.rows, src_addr - src.addr,
+                                       rested=True)
                 if staged.temp and staged.temp[-1][1] is src:
                     # only the send reads this staging: its slot may serve the next AG
                     # (whose writes wait for the send)
@@ -406,7 +408,7 @@ class _Generator:
         """Emit the MVMs of a window whose inputs are staged (``_mvm_inputs``)."""
         lt, home = w.tasks_of, w.core
         em = self.em[home]
-        out = em.alloc(lt.channels)
+        out = em.alloc(lt.channels, rested=True)
         parallel = self.target.crossbar.parallel_rows
         temp = staged.temp
         results: list[tuple[ArrayGroupSlot, Buffer, list[Buffer], bool]] = []
@@ -416,7 +418,7 @@ class _Generator:
             core = ag.core
             first = core == home and ag.matrix not in started
             started.add(ag.matrix)
-            result = out if first else self.em[core].alloc(ag.cols)
+            result = out if first else self.em[core].alloc(ag.cols, rested=True)
             dst = out.addr + ag.matrix * ag.cols if first else result.addr
             cem = self.em[core]
             steps = []
@@ -425,7 +427,7 @@ class _Generator:
                 if lo == 0:
                     cem.emit(Op.MVM, s, dst, src_addr, lo, n, reads=(src,), writes=(result,))
                 else:
-                    step = cem.alloc(ag.cols)
+                    step = cem.alloc(ag.cols, rested=True)
                     cem.emit(Op.MVM, s, step.addr, src_addr + lo, lo, n, reads=(src,),
                              writes=(step,))
                     steps.append(step)
@@ -441,7 +443,7 @@ class _Generator:
                              reads=(result, step), writes=(result,))
                     cem.free(step)
                 if core != home:
-                    back = self._transfer(core, home, result, ag.cols)
+                    back = self._transfer(core, home, result, ag.cols, rested=True)
                     cem.free(result)
                     result = back
                 if not first:
@@ -580,6 +582,8 @@ class _Generator:
         rounds = max((len(w.tasks) for w in left), default=0)
         pending: list[tuple[_Worker, int, Buffer]] = []
         for t in range(rounds):
+            for em in self.em:
+                em.round = t
             # paced: a worker of n tasks runs its i-th in round floor(i M / n), so every round
             # asks global memory for about the same bytes (a short layer's loads do not crowd
             # the first rounds while the longest layer's AGs wait for theirs);

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pimsolve.codegen.emit import Buffer, CoreEmitter
+from pimsolve.codegen.emit import ROUND_LAG, Buffer, CoreEmitter
 from pimsolve.ir.program import Op
 
 
@@ -34,6 +34,32 @@ def test_without_pressure_new_memory_is_taken() -> None:
     em.free(a)
     em.free(b)
     assert em.alloc(4).addr == 4
+
+
+def test_rested_slots_wait_rounds_while_memory_lasts() -> None:
+    """Counting rounds, a slot freed in round t serves a rested request only from round
+    t + ROUND_LAG on (new memory meanwhile), any other request at once; at the limit, a
+    rested request takes a fresh slot rather than pass the limit."""
+    spare = CoreEmitter.spares(4)
+    em = CoreEmitter(0)
+    em.round = 0
+    slots = [em.alloc(4, rested=True) for _ in range(spare + 2)]
+    for buf in slots:
+        em.free(buf)
+    em.round = ROUND_LAG - 1
+    assert em.alloc(4, rested=True).addr == em.top - 4  # too fresh: new memory
+    assert em.alloc(4).addr == slots[0].addr  # not rested: the oldest freed slot
+    em.round = ROUND_LAG
+    assert em.alloc(4, rested=True).addr == slots[1].addr
+
+    full = CoreEmitter(0)
+    full.round = 0
+    slots = [full.alloc(4) for _ in range(spare + 1)]
+    for buf in slots:
+        full.free(buf)
+    full.limit = full.top
+    assert full.alloc(4, rested=True).addr == slots[0].addr
+    assert full.top == full.limit
 
 
 def test_on_full_is_asked_for_room() -> None:
