@@ -29,7 +29,7 @@ from pimsolve.simulate.metrics import measure
 from pimsolve.simulate.simulator import run
 from pimsolve.stages.placement.baselines import BASELINES
 from pimsolve.stages.placement.evaluate import LayerCounts, counts_of, decode, predict
-from pimsolve.stages.placement.instance import build_instance
+from pimsolve.stages.placement.instance import _vector_gm_bytes, build_instance
 from pimsolve.stages.placement.reference import reference_mapping
 from tests.simulate.test_checks import small_ll, target_of, tiny_cnn
 from tests.simulate.test_functional import FLOAT_TOLERANCE, NETWORKS, _model
@@ -352,3 +352,49 @@ def test_ll_keeps_the_priority_the_clock_finds_faster(network: str, within: floa
         assert generator.estimated_ns == pytest.approx(simulated[priority], rel=within)
     best = generate(graph, workload, mapping, target)
     assert run(best, target).makespan_ns == min(simulated.values())
+
+
+def _vector_moved(network, names: tuple[str, ...],
+                  engine: str = "balance") -> tuple[dict, dict]:
+    """HT on isaac: per vector layer, the bytes the program loads and stores for it, and the
+    model's count."""
+    target = load_target("isaac")
+    inspection = inspect_model(network, target=target)
+    program = map_model(network, target="isaac", objective="throughput",
+                        settings=PlacementSettings(engine=engine)).program
+    eb = target.numerics.activation_bits / 8
+    moved = dict.fromkeys(program.layers, 0)
+    for core in program.cores:
+        sel = (core.code[:, 0] == Op.LOAD) | (core.code[:, 0] == Op.STORE)
+        for tag, length in zip(core.tags[sel], core.code[sel, 5], strict=True):
+            moved[program.layers[tag]] += int(length) * eb
+    vector = {v.layer: v for v in inspection.workload.vector_layers}
+    model = {name: _vector_gm_bytes(inspection.graph.layer(name), vector[name], target.cores,
+                                    eb) for name in names}
+    return {name: moved[name] for name in names}, model
+
+
+def test_vector_gm_bytes_are_what_codegen_moves() -> None:
+    """HT: the model's global-memory bytes of each vector layer (a 3 x 3 stride-1 pool, a
+    Concat, a Relu) are the bytes the generated program loads and stores for it."""
+    moved, model = _vector_moved(NETWORKS["concat"](), ("pool", "concat", "relu"))
+    assert moved == model
+
+
+def test_a_pools_windows_on_one_core_share_their_pixels() -> None:
+    """576 windows of a 3 x 3 stride-1 pool on 168 cores, paced over the 576 rounds of an
+    unreplicated convolution: each core runs its 3 or 4 neighbouring windows in one round
+    and loads the pixels they share once, which is what the model counts (more than the
+    input once: each core also loads its windows' halo)."""
+    network = _model([
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("MaxPool", ["c1"], ["p1"], name="pool", kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["y"], name="conv2", kernel_shape=[1, 1])],
+        {"x": [1, 4, 24, 24]}, ("y", [1, 8, 24, 24]),
+        {"w1": [8, 4, 3, 3], "b1": [8], "w2": [8, 8, 1, 1], "b2": [8]})
+    moved, model = _vector_moved(network, ("pool",), engine="no-replication")
+    pixel_bytes = 8 * 2
+    assert moved == model
+    assert 576 * pixel_bytes * 2 < moved["pool"] < 576 * pixel_bytes * (9 + 1) * 0.6

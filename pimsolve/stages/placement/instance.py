@@ -21,7 +21,7 @@ import networkx as nx
 import numpy as np
 
 from pimsolve.errors import InfeasibleError
-from pimsolve.ir import VIEW_OPS, Graph, LayerKind, Workload, pixel_elements
+from pimsolve.ir import VIEW_OPS, Graph, LayerKind, MvmGeometry, Workload, pixel_elements
 from pimsolve.lowering.unfold import EMITTED_FORMATS, ag_rows
 from pimsolve.target import CrossbarTarget
 
@@ -334,9 +334,9 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
         layers[e.producer].windows * layers[e.producer].store_bytes,
         layers[e.consumer].load_bytes[0]))) for e in edges)
     vec_ns = sum(math.ceil(v.ops / vu.lanes) * vu.op_latency_ns for v in workload.vector_layers)
-    vec_bytes = sum(v.input_bytes + v.output_bytes for v in workload.vector_layers
-                    if v.kind == "vector")
     cores = target.cores
+    vec_bytes = sum(_vector_gm_bytes(graph.layer(v.layer), v, cores, eb)
+                    for v in workload.vector_layers if v.kind == "vector" or v.op == "Concat")
     vector_core_ns = {"vfu": vec_ns / cores,
                       "gport": vec_bytes / chip.global_memory.bandwidth_gb_per_s / cores}
     io_bytes = sum(t.size for t in (*graph.inputs, *graph.outputs)) * eb
@@ -363,6 +363,36 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
         offchip_bytes_per_ns=(target.off_chip.bandwidth_gb_per_s if target.chips > 1
                               else None),
         offchip_pj_per_byte=target.off_chip.energy_pj_per_byte if target.chips > 1 else 0.0)
+
+
+def _vector_gm_bytes(layer, vector, cores: int, eb: float) -> int:
+    """HT: the global-memory bytes of a vector layer (or a Concat) as codegen moves them: its
+    output once and its inputs once per core that reads them. Codegen spreads the tasks
+    over the cores (output pixel t on core t K / T); a pool's core loads the input pixels
+    of its windows, the neighbouring windows on it sharing theirs (googlenet's 3 x 3 stride-1
+    pools read 4 to 5 times their input across 168 cores)."""
+    if vector.op not in ("MaxPool", "AveragePool"):
+        return vector.input_bytes + vector.output_bytes
+    a = layer.attributes
+    (batch, channels, *hw_in), hw_out = layer.inputs[0].shape, layer.outputs[0].shape[2:]
+    pads = a.get("pads", [0, 0, 0, 0])
+    geo = MvmGeometry(channels, channels, kernel=tuple(a["kernel_shape"]),
+                      strides=tuple(a.get("strides", [1, 1])),
+                      dilations=tuple(a.get("dilations", [1, 1])),
+                      pads=(pads[0], pads[1], pads[2], pads[3]), input_hw=tuple(hw_in),
+                      output_hw=tuple(hw_out), batch=batch)
+    return math.ceil(_spread_pixels(geo, cores) * channels * eb) + vector.output_bytes
+
+
+def _spread_pixels(geometry, cores: int) -> int:
+    """Input pixels (padding excluded) the windows of ``geometry`` read when window t runs on
+    core t K / W, summed over the cores (each reads a pixel its windows share once)."""
+    hi, wi = geometry.input_hw
+    windows = geometry.windows
+    n, y, x, ok = _kernel_pixels(geometry, windows)
+    core = np.broadcast_to((np.arange(windows) * cores // windows)[:, None], ok.shape)
+    pixel = n[:, None] * hi * wi + y * wi + x
+    return len(np.unique(core[ok] * (geometry.batch * hi * wi) + pixel[ok]))
 
 
 def _vector_reserve(graph: Graph, eb: float) -> int:
