@@ -82,9 +82,9 @@ class CoreEmitter:
         self.live = 0
         """Elements of the slots in use (allocated and not freed)."""
         self.limit: float = math.inf
+        """Local memory (elements) that new allocations should stay within."""
         self.round: int | None = None
         """The generator's current round, if it emits in rounds (see ``ROUND_LAG``)."""
-        """Local memory (elements) that new allocations should stay within."""
         self.on_full: Callable[[CoreEmitter, int], bool] | None = None
         """Called when an allocation of the given size would pass ``limit``: frees a slot
         of at least that size (True) or cannot (False)."""
@@ -117,8 +117,9 @@ class CoreEmitter:
         """``alloc``; without ``past_limit``, None rather than new memory past ``limit``."""
         buf = self._reuse(size, 2 * size, self.spares, rested)
         if buf is None and self.top + size > self.limit:
-            buf = (rested and self._reuse(size, 2 * size, self.spares)
-                   or self._reuse(size, self.limit, self.spares) or self._coalesce(size))
+            # memory is short: a slot freed lately beats new memory past the limit
+            buf = self._reuse(size, 2 * size, self.spares) if rested else None
+            buf = buf or self._reuse(size, self.limit, self.spares) or self._coalesce(size)
             while buf is None and self.on_full is not None and self.on_full(self, size):
                 buf = self._reuse(size, self.limit, lambda s: 0) or self._coalesce(size)
             if buf is None and not past_limit:
