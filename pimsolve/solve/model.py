@@ -29,6 +29,10 @@ __all__ = ["Var", "Expr", "IntModel", "Progress", "ENGINES", "solve_model", "exp
            "check_values", "total"]
 
 ENGINES = ("cpsat", "milp", "milp-highs")
+MIN_TIME_LIMIT_S = 0.01
+"""The least time limit an engine gets: a caller's spent budget (zero or negative) becomes this,
+never no limit, which is what HiGHS makes of a negative one (it rejects the option and keeps
+its default, infinity: a benchmark run hung 20 minutes in one decomposition subproblem)."""
 """Exact engines ``solve_model`` runs."""
 
 
@@ -188,6 +192,8 @@ def solve_model(model: IntModel, engine: str = "cpsat", options: SolveOptions | 
                 ) -> tuple[SolveResult, list[int] | None]:
     """Solve ``model`` with ``engine``; the result record and all variable values (or None)."""
     options = options or SolveOptions()
+    if options.time_limit_s is not None and options.time_limit_s < MIN_TIME_LIMIT_S:
+        options = replace(options, time_limit_s=MIN_TIME_LIMIT_S)
     if engine == "cpsat":
         return _solve_cpsat(model, options, hint, progress)
     if engine in ("milp", "milp-highs"):

@@ -187,7 +187,11 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 best, best_counts = found
                 if progress is not None:
                     progress(Progress(time.perf_counter() - began, best, lower))
-            left = limit - (time.perf_counter() - began)
+        left = limit - (time.perf_counter() - began)  # placing the seed took some
+        if left <= 0:
+            if retry:
+                parked[picks] = floor
+            break
         share = left if seed is not None or retry else min(left, limit * UNSEEDED_SHARE)
         t = time.perf_counter()
         result, sub_values = solve_model(

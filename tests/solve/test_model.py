@@ -1,0 +1,37 @@
+"""The common solver layer: one integer model, solved by CP-SAT, CBC or HiGHS."""
+
+from __future__ import annotations
+
+import pulp
+import pytest
+
+from pimsolve.solve.model import MIN_TIME_LIMIT_S, IntModel, solve_model, total
+from pimsolve.solve.options import SolveOptions
+from pimsolve.solve.result import Status
+
+
+def _knapsack() -> IntModel:
+    model = IntModel("knapsack")
+    x = [model.var(0, 1, f"x{i}") for i in range(3)]
+    model.add(total([x[0] * 3, x[1] * 4, x[2] * 5]), hi=7, name="weight")
+    model.minimize(total([x[0] * -4, x[1] * -5, x[2] * -6]))
+    return model
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "milp", "milp-highs"])
+def test_a_spent_time_limit_is_the_least_limit_not_none(engine, monkeypatch) -> None:
+    """A caller whose budget is spent passes a negative limit: the engine gets
+    MIN_TIME_LIMIT_S (HiGHS would reject the negative one and solve without a limit)."""
+    asked = []
+    real = pulp.HiGHS
+
+    def highs(**kwargs):
+        asked.append(kwargs.get("time_limit"))
+        return real(**kwargs)
+
+    monkeypatch.setattr(pulp, "HiGHS", highs)
+    result, values = solve_model(_knapsack(), engine, SolveOptions(time_limit_s=-3.0))
+    assert result.status in (Status.OPTIMAL, Status.FEASIBLE)
+    assert values is not None and result.objective >= -9
+    if engine == "milp-highs":
+        assert asked == [MIN_TIME_LIMIT_S]
