@@ -345,8 +345,10 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
     if reserve >= memory:
         raise InfeasibleError(f"the vector layers' buffers need {reserve} bytes of local memory "
                               f"per core, a core of {target.name} has {memory}")
+    # HT: the vector layers' loads and stores (LL keeps them on the cores)
+    gm_bytes = io_bytes + (vec_bytes if mode == "ht" else 0)
     constant = (vec_ns / vu.op_latency_ns * vu.lanes * vu.energy_pj_per_op
-                + io_bytes * chip.global_memory.energy_pj_per_byte)
+                + gm_bytes * chip.global_memory.energy_pj_per_byte)
     return PlacementInstance(
         model=workload.model, target=target.name, mode=mode, cores=cores,
         cores_per_chip=chip.cores, crossbars_per_core=per_core,
