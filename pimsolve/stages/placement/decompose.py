@@ -9,7 +9,10 @@ so on 100+ cores its relaxation is weak and CP-SAT proves little. Split along th
 * **subproblem** (``build_model(picks=...)``): with the options fixed, windows per replica are
   constants and the model is linear; it places the AGs on the cores (hinted by ``pack``);
 * **cut**: once the subproblem proves ``v`` for the options ``z*``, the master learns
-  ``obj >= v * (sum_l z*_l - (n - 1))`` (binding only at ``z*``, nothing elsewhere).
+  ``obj >= v * (sum_l z*_l - (n - 1))`` (binding only at ``z*``, nothing elsewhere);
+* **least floor** (LL latency): no placement of any option set beats the least pipeline floor
+  over all of them (``diagram.py``), a bound that sees how the replicas of consecutive
+  layers line up, which the master does not.
 
 The master's optimum is a lower bound on the true optimum at every step, and the best
 subproblem solution an upper bound; the loop stops when they meet within ``relative_gap`` or
@@ -27,6 +30,7 @@ from pimsolve.solve.model import Progress, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
 from pimsolve.stages.placement.baselines import level_search, spread
+from pimsolve.stages.placement.diagram import diagram_bound
 from pimsolve.stages.placement.evaluate import LayerCounts, predict
 from pimsolve.stages.placement.formulation import (
     PlacementModel,
@@ -46,6 +50,10 @@ SEARCH_SHARE = 0.2
 the first master's option set is seeded (and at most half the time left; SEARCH_S without a
 limit)."""
 SEARCH_S = 2.0
+DIAGRAM_SHARE = 0.25
+"""LL latency: of the time limit, at most what ``diagram.diagram_bound`` takes, once, before
+the first master (DIAGRAM_S without a limit)."""
+DIAGRAM_S = 5.0
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
@@ -97,10 +105,12 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     """The best placement and a proven bound, in the model's units (ticks, nJ, EDP).
 
     ``start`` (a known placement, e.g. the best baseline) is the first incumbent and the
-    hint of its options' subproblem. In LL, for latency (async communication), the option
-    sets ``search.search_options`` finds from the best placement known once the first
-    master's option set is seeded, placed, are incumbents too (after the master's bound and
-    its seed, which need the time more).
+    hint of its options' subproblem. In LL, for latency, the least floor of every option set
+    (``diagram.diagram_bound``, a share of the time first) bounds the result from below with
+    the master's; with async communication, the option sets ``search.search_options``
+    finds from the best placement known once the first master's option set is seeded,
+    placed, are incumbents too (after the master's bound and its seed, which need the time
+    more).
     """
     began = time.perf_counter()
     limit = options.time_limit_s if options.time_limit_s is not None else math.inf
@@ -114,6 +124,16 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     lower = 0.0
     stats = {"iterations": 0.0, "master_s": 0.0, "subproblem_s": 0.0, "subproblems_optimal": 0.0,
              "parked": 0.0, "search_s": 0.0}
+    least_floor = 0  # LL latency: no option set's floor is below it (ticks)
+    if instance.mode == "ll" and objective == "latency":
+        least_floor, placed = _least_floor(
+            instance, best, known, stats,
+            DIAGRAM_SHARE * limit if limit < math.inf else DIAGRAM_S)
+        lower = least_floor
+        if placed is not None and (best is None or placed[0] < best):
+            best, best_counts = placed
+        if progress is not None and best is not None:
+            progress(Progress(time.perf_counter() - began, best, lower))
     settled: dict[Picks, float] = {}  # option sets settled: the bound proved (inf: none fits)
     # parked: option sets whose subproblem found no placement in its share and that the master
     # no longer offers; each keeps the master's value when it was chosen, a bound for it
@@ -125,6 +145,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     search = instance.mode == "ll" and objective == "latency" and not instance.sync
     while True:
         left = limit - (time.perf_counter() - began)
+        if best is not None and best - lower <= goal * abs(best) + 1e-9:
+            proven = True  # the least floor already meets the incumbent
+            break
         if left <= 0:
             break
         if master is None or best is not None and (master_upper is None
@@ -137,7 +160,8 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         stats["master_s"] += time.perf_counter() - t
         retry = master_result.status == Status.INFEASIBLE and bool(parked)
         if master_result.status == Status.INFEASIBLE:  # every option set settled or parked
-            lower = min([*settled.values(), *parked.values()], default=math.inf)
+            lower = max(least_floor, min([*settled.values(), *parked.values()],
+                                         default=math.inf))
             if not retry:
                 proven = True
                 break
@@ -262,6 +286,22 @@ def _search(instance: PlacementInstance, objective: str, start: list[LayerCounts
         if placed is not None and (best is None or placed[0] < best[0]):
             best = placed
     return best
+
+
+def _least_floor(instance: PlacementInstance, upper: float | None,
+                 known: dict[Picks, list[LayerCounts]], stats: dict[str, float],
+                 seconds: float) -> tuple[int, tuple[float, list[LayerCounts]] | None]:
+    """LL latency: ``diagram_bound`` in ticks (a lower bound on every placement's latency),
+    below ``upper`` (model units; a known placement's), and the placement (``_placed``) of
+    the option set its restricted diagram found; time, width and bound go to ``stats``."""
+    scale = objective_scale("latency")
+    t = time.perf_counter()
+    found = diagram_bound(instance, seconds, upper=math.inf if upper is None else upper / scale)
+    ticks = max(0, math.floor(found.bound_ns * scale - 1e-6))
+    stats.update(diagram_s=time.perf_counter() - t, diagram_width=float(found.width),
+                 diagram_bound=float(ticks))
+    placed = _placed(instance, "latency", found.picks, known) if found.picks else None
+    return ticks, placed
 
 
 def _placed(instance: PlacementInstance, objective: str, picks: Picks,

@@ -23,7 +23,8 @@ from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
            "window_ns", "pipeline", "window_ready", "whole_ns", "replica_bounds", "core_floors",
-           "offchip_floors", "home_floor", "floor_latency", "PERIOD_NS",
+           "offchip_floors", "home_floor", "floor_latency", "floor_whole", "PERIOD_NS",
+           "period_ns", "replica_done",
            "memory_per_core", "ChipCrossings", "chip_crossings"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
@@ -239,9 +240,14 @@ def _latency(instance: PlacementInstance, reps: Sequence[int], whole: list[float
              offchip: list[float] | None = None) -> float:
     """The last layer finish of ``pipeline`` with each replica's period D_l / s rounded up
     to ``PERIOD_NS``."""
-    _, finish = pipeline(instance, reps, lambda i, size: math.ceil(
-        whole[i] / PERIOD_NS / size - 1e-9) * PERIOD_NS, offchip)
+    _, finish = pipeline(instance, reps, lambda i, size: period_ns(whole[i], size), offchip)
     return max(finish, default=0.0)
+
+
+def period_ns(whole: float, size: int) -> float:
+    """LL: the period of a replica of ``size`` windows whose D_l is ``whole`` ns, rounded up
+    to ``PERIOD_NS``."""
+    return math.ceil(whole / PERIOD_NS / size - 1e-9) * PERIOD_NS
 
 
 def whole_ns(instance: PlacementInstance, counts: list[LayerCounts]) -> list[float]:
@@ -259,11 +265,18 @@ def floor_latency(instance: PlacementInstance, choices: Sequence[int],
     of its m windows one after another and ``home_floor``, and no off-chip time: no
     placement of these options is faster (``whole_ns`` is at least that, ``core_floors`` at
     least ``home_floor``)."""
-    whole = [max(window_ns(instance, i, ui) * layer.windows_per_replica(r),
-                 home_floor(instance, i, ui, layer.replications.index(r)))
+    whole = [floor_whole(instance, i, ui, layer.replications.index(r))
              for i, (layer, ui, r) in enumerate(zip(instance.layers, choices, reps,
                                                     strict=True))]
     return _latency(instance, reps, whole)
+
+
+def floor_whole(instance: PlacementInstance, li: int, ui: int, ri: int) -> float:
+    """LL: the least D_l (ns) of layer ``li`` under option (u, r) that any placement gives:
+    its m windows one after another, and no less than ``home_floor``."""
+    layer = instance.layers[li]
+    return max(window_ns(instance, li, ui) * layer.windows_per_replica(layer.replications[ri]),
+               home_floor(instance, li, ui, ri))
 
 
 def replica_bounds(windows: int, replication: int) -> np.ndarray:
@@ -296,17 +309,24 @@ def pipeline(instance: PlacementInstance, reps: Sequence[int],
         replica = np.repeat(np.arange(r), sizes)
         k = np.arange(layer.windows) - bounds[replica]  # a's place in its replica
         w = np.array([period(i, int(size)) for size in sizes])[replica]
-        # done(a) = max(done(a - 1), ready(a)) + w, unrolled: (k + 1) w + cummax(ready - k w)
-        # within each replica (an offset per replica keeps the running max from crossing)
-        x = ready - k * w
-        step = float(x.max() - x.min()) + 1.0
-        out = (k + 1) * w + np.maximum.accumulate(x + replica * step) - replica * step
+        out = replica_done(ready, k, w, replica)
         done.append(out)
         end = float(out.max())
         if offchip is not None and offchip[i]:
             end = max(end, float(ready[0]) + offchip[i])
         finish.append(end)
     return done, finish
+
+
+def replica_done(ready: np.ndarray, k: np.ndarray, w: np.ndarray,
+                 replica: np.ndarray) -> np.ndarray:
+    """done(a) = max(done(a - 1), ready(a)) + w for the windows a of each replica in order
+    (``k``: a's place in its replica, ``w``: its period), over the last axis of ``ready`` (one
+    row per pipeline when it has two). Unrolled: (k + 1) w + the running max of ready - k w
+    within each replica (an offset per replica keeps the running max from crossing)."""
+    x = ready - k * w
+    step = float(x.max() - x.min()) + 1.0 if x.size else 1.0
+    return (k + 1) * w + np.maximum.accumulate(x + replica * step, axis=-1) - replica * step
 
 
 def window_ready(instance: PlacementInstance, reps: Sequence[int],

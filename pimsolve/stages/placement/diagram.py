@@ -1,0 +1,276 @@
+"""LL: a lower bound on the latency of every option set, by a relaxed decision diagram.
+
+``evaluate.floor_latency(z)`` is the window pipeline with each layer's D at its option's
+floor: no placement of the options z is faster. So the least floor over every option set
+whose replicas fit the crossbars (K C) is a lower bound on the LL optimum, and one that sees
+what the master cannot: how the replicas of consecutive layers line up, window by window.
+
+The diagram takes the layers in order (producers first). A node stands for a set of option
+prefixes and holds the least crossbars any of them uses, the least latest layer finish, and,
+window by window, the least done time of every layer a later layer still reads. A layer's
+options turn each node into children (one pipeline step, ``evaluate.replica_done``, for all
+nodes at once); children whose crossbars leave no room for the layers after them, or that
+finish no earlier than ``upper``, are dropped, and the rest are merged into at most
+``width`` nodes of neighbouring crossbar counts, keeping the least of each value. A window
+is done no earlier when its producers' windows are done later or its period is longer (the
+pipeline is monotone), so a merged node is below every prefix it stands for and the least
+finish at the end is below every option set's floor. With no merging (a width above the
+number of children) it is the exact least floor. Written up in ``formulations/placement.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from pimsolve.stages.placement.evaluate import (
+    floor_whole,
+    period_ns,
+    replica_bounds,
+    replica_done,
+)
+from pimsolve.stages.placement.instance import PlacementInstance
+from pimsolve.stages.placement.search import Picks
+
+__all__ = ["floor_bound", "floor_options", "diagram_bound", "LeastFloor", "WIDTHS",
+           "PRIMAL_WIDTH", "MAX_CELLS"]
+
+PRIMAL_WIDTH = 256
+"""Nodes per layer of ``floor_options``' diagram in ``diagram_bound``: on vgg8-28 (ISAAC and
+Arch-C, LL) 256 already reach the best option sets the search finds (258.1 and 163.9 us)."""
+WIDTHS = (64, 256, 1024, 4096, 16384)
+"""``diagram_bound`` tries these widths in turn while its time lasts (each a valid bound)."""
+MAX_CELLS = 50_000_000
+"""Most window times a layer's nodes, or their children, may hold at once (400 MB): caps
+the width of instances with many windows or options per layer."""
+
+
+@dataclass(frozen=True)
+class _Option:
+    """One (unfolding, replication) of a layer: its crossbars and per-window periods."""
+
+    choice: int
+    replication: int
+    """Index into the layer's ``replications``."""
+    crossbars: int
+    whole: float
+    k: np.ndarray
+    w: np.ndarray
+    replica: np.ndarray
+
+
+def _options(instance: PlacementInstance, li: int) -> list[_Option]:
+    """The options of layer ``li`` that no other option of the same replication beats on
+    both crossbars and D (same window ranges, no longer periods, no more crossbars)."""
+    layer = instance.layers[li]
+    out = []
+    for ri, r in enumerate(layer.replications):
+        bounds = replica_bounds(layer.windows, r)
+        sizes = np.diff(bounds)
+        replica = np.repeat(np.arange(r), sizes)
+        k = np.arange(layer.windows) - bounds[replica]
+        same_r = sorted((r * u.ags * u.crossbars_per_ag, floor_whole(instance, li, ui, ri), ui)
+                        for ui, u in enumerate(layer.choices))
+        kept: list[tuple[int, float, int]] = []
+        for crossbars, whole, ui in same_r:  # by crossbars: kept if faster than all before
+            if all(whole < w for _, w, _ in kept):
+                kept.append((crossbars, whole, ui))
+        for crossbars, whole, ui in kept:
+            w = np.array([period_ns(whole, int(s)) for s in sizes])[replica]
+            out.append(_Option(ui, ri, crossbars, whole, k, w, replica))
+    return out
+
+
+def _ready(instance: PlacementInstance, li: int, done: dict[int, np.ndarray],
+           nodes: int) -> np.ndarray:
+    """ready(a) of every window of layer ``li`` in each node: the latest producer window it
+    reads (``Edge.reads``; a Gemm's prefix through its running max, which is the latest
+    window of each producer replica when the replicas make theirs in order)."""
+    windows = instance.layers[li].windows
+    ready = np.zeros((nodes, windows))
+    for e in instance.edges:
+        if e.consumer != li:
+            continue
+        made = done[e.producer]
+        if e.reads is None:
+            last = e.prefix_last(windows, made.shape[1])
+            ready = np.maximum(ready, np.maximum.accumulate(made, axis=1)[:, last])
+            continue
+        for column in e.reads.T:
+            ready = np.maximum(ready, np.where(column >= 0, made[:, np.maximum(column, 0)],
+                                               0.0))
+    return ready
+
+
+def floor_bound(instance: PlacementInstance, width: int, *, upper: float = math.inf,
+                deadline: float | None = None) -> float | None:
+    """A lower bound (ns) on ``floor_latency`` over every option set that fits the
+    crossbars, from a diagram of at most ``width`` nodes per layer; ``upper`` if no option
+    set's floor is below ``upper`` (ns); None if ``time.perf_counter()`` passed
+    ``deadline`` first. Exactly the least floor when no layer has more than ``width``
+    children."""
+    found = _diagram(instance, width, upper, deadline, restricted=False)
+    return None if found is None else found[0]
+
+
+def floor_options(instance: PlacementInstance, width: int, *,
+                  deadline: float | None = None) -> tuple[float, Picks] | None:
+    """An option set that fits the crossbars and its ``floor_latency`` (ns), from the
+    restricted diagram: of each group of children ``floor_bound`` would merge, only the
+    one that finishes first goes on. None if ``deadline`` passed first."""
+    found = _diagram(instance, width, math.inf, deadline, restricted=True)
+    return None if found is None or found[1] is None else (found[0], found[1])
+
+
+def _diagram(instance: PlacementInstance, width: int, upper: float, deadline: float | None,
+             restricted: bool) -> tuple[float, Picks | None] | None:
+    """The least finish over the last layer's nodes, and (restricted) its option set."""
+    layers = instance.layers
+    room = instance.cores * instance.crossbars_per_core
+    options = [_options(instance, li) for li in range(len(layers))]
+    least = [min(o.crossbars for o in opts) for opts in options]
+    after = np.cumsum([0, *least[::-1]])[::-1][1:]  # least crossbars of the layers after li
+    last_read: dict[int, int] = {}  # the last layer that reads each producer
+    for e in instance.edges:
+        last_read[e.producer] = max(last_read.get(e.producer, -1), e.consumer)
+    crossbars, finish = np.zeros(1, dtype=np.int64), np.zeros(1)
+    picked = np.zeros((1, 0), dtype=np.int64)  # restricted: each node's option per layer
+    done: dict[int, np.ndarray] = {}
+    for li, layer in enumerate(layers):
+        ready = _ready(instance, li, done, len(crossbars))
+        kids = []
+        for oi, o in enumerate(options[li]):
+            if deadline is not None and time.perf_counter() > deadline:
+                return None
+            used = crossbars + o.crossbars
+            fits = np.flatnonzero(used + after[li] <= room)
+            if fits.size:
+                times = replica_done(ready[fits], o.k, o.w, o.replica)
+                kids.append((used[fits], np.maximum(finish[fits], times.max(axis=1, initial=0.0)),
+                             fits, times, np.full(fits.size, oi)))
+        if not kids:
+            return upper, None
+        used, end, parent, option = (np.concatenate([k[i] for k in kids]) for i in (0, 1, 2, 4))
+        made = np.concatenate([k[3] for k in kids]) if last_read.get(li, -1) > li else None
+        inherited = {p: a for p, a in done.items() if last_read[p] > li}
+        del kids, ready
+        nodes = _nodes(width, layer.windows, [(len(options[c]), layers[c].windows)
+                                              for c in range(li + 1, li + 2) if c < len(layers)])
+        if restricted:
+            keep = _representatives(used, end, nodes)
+            picked = np.column_stack([picked[parent[keep]], option[keep]])
+        else:  # merged, then the nodes that finish no earlier than upper dropped
+            merged_used, merged_end, done = _merge(used, end, parent, inherited, nodes)
+            if made is not None:
+                done[li] = _merge_made(used, end, made, nodes)
+            used, end = merged_used, merged_end
+            keep = np.flatnonzero(end < upper)
+            if not keep.size:
+                return upper, None
+            parent = inherited = None
+        crossbars, finish = used[keep], end[keep]
+        if restricted:
+            done = {p: a[parent[keep]] for p, a in inherited.items()}
+            if made is not None:
+                done[li] = made[keep]
+        else:
+            done = {p: a[keep] for p, a in done.items()}
+    best = int(np.argmin(finish))
+    picks = tuple((options[li][oi].choice, options[li][oi].replication)
+                  for li, oi in enumerate(picked[best])) if restricted else None
+    return float(finish[best]), picks
+
+
+def _nodes(width: int, windows: int, following: list[tuple[int, int]]) -> int:
+    """At most ``width`` nodes, holding at most ``MAX_CELLS`` window times, and whose
+    children in the next layer (options times windows, ``following``) hold no more."""
+    cells = max([windows, *(n * w for n, w in following)], default=1)
+    return min(width, max(1, MAX_CELLS // max(1, cells)))
+
+
+def _groups(crossbars: np.ndarray, finish: np.ndarray,
+            nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The children in order of crossbars (then finish), and where each of ``nodes`` groups
+    of equal size starts in that order."""
+    order = np.lexsort((finish, crossbars))
+    return order, np.arange(nodes) * len(order) // nodes
+
+
+def _merge(crossbars: np.ndarray, finish: np.ndarray, parent: np.ndarray,
+           inherited: dict[int, np.ndarray], nodes: int,
+           ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+    """At most ``nodes`` nodes, each group of ``_groups`` keeping the least crossbars and
+    finish of its children and the least done times their parents pass on (``inherited``,
+    one row per parent: taken once per group and parent)."""
+    if len(crossbars) <= nodes:
+        return crossbars, finish, {p: a[parent] for p, a in inherited.items()}
+    order, starts = _groups(crossbars, finish, nodes)
+    group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
+    parents = max((len(a) for a in inherited.values()), default=1)
+    pairs = np.unique(group * parents + parent[order])  # by group, then parent
+    firsts = np.searchsorted(pairs // parents, np.arange(len(starts)))
+    return (np.minimum.reduceat(crossbars[order], starts),
+            np.minimum.reduceat(finish[order], starts),
+            {p: np.minimum.reduceat(a[pairs % parents], firsts, axis=0)
+             for p, a in inherited.items()})
+
+
+def _merge_made(crossbars: np.ndarray, finish: np.ndarray, made: np.ndarray,
+                nodes: int) -> np.ndarray:
+    """The layer's own done times, merged as ``_merge`` groups the children."""
+    if len(crossbars) <= nodes:
+        return made
+    order, starts = _groups(crossbars, finish, nodes)
+    return np.minimum.reduceat(made[order], starts, axis=0)
+
+
+def _representatives(crossbars: np.ndarray, finish: np.ndarray, nodes: int) -> np.ndarray:
+    """Of each group of ``_groups``, the child that finishes first (all when few)."""
+    if len(crossbars) <= nodes:
+        return np.arange(len(crossbars))
+    order, starts = _groups(crossbars, finish, nodes)
+    ends = np.append(starts[1:], len(order))
+    return np.array([order[a + int(np.argmin(finish[order[a:b]]))]
+                     for a, b in zip(starts, ends, strict=True)])
+
+
+@dataclass(frozen=True)
+class LeastFloor:
+    """What ``diagram_bound`` found."""
+
+    bound_ns: float
+    """No option set that fits the crossbars has a floor below this (0: none finished)."""
+    width: int
+    """The widest diagram that finished (0: none)."""
+    picks: Picks | None
+    """The restricted diagram's option set (None if it did not finish)."""
+    picks_ns: float
+    """Its ``floor_latency`` (inf without one)."""
+
+
+def diagram_bound(instance: PlacementInstance, seconds: float, *,
+                  upper: float = math.inf) -> LeastFloor:
+    """The restricted diagram of width ``PRIMAL_WIDTH`` (an option set with a low floor),
+    then the best ``floor_bound`` of the ``WIDTHS`` that finish in ``seconds`` in all, below
+    the better of ``upper`` (ns) and that option set's floor. A width is not tried when the
+    one before it took more than a quarter of the time left, since each takes about four
+    times the one before."""
+    began = time.perf_counter()
+    deadline = began + seconds
+    found = floor_options(instance, PRIMAL_WIDTH, deadline=deadline)
+    picks, picks_ns = found[1] if found else None, found[0] if found else math.inf
+    upper = min(upper, picks_ns)
+    best, widest = 0.0, 0
+    for width in WIDTHS:
+        t = time.perf_counter()
+        bound = floor_bound(instance, width, upper=upper, deadline=deadline)
+        if bound is None:
+            break
+        best, widest = max(best, bound), width
+        now = time.perf_counter()
+        if best >= upper or 4 * (now - t) > deadline - now:
+            break
+    return LeastFloor(best, widest, picks, picks_ns)

@@ -1,0 +1,161 @@
+"""The least floor (``diagram.py``): unmerged, the diagram is the brute-force least
+``floor_latency`` over every option set that fits the crossbars; merged, it stays below it;
+the restricted diagram's option set fits and has the floor it reports; the decomposition's
+bound keeps it and still holds every placement."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import helper
+
+from pimsolve.api import inspect_model
+from pimsolve.errors import InfeasibleError
+from pimsolve.frontend.load import load_onnx
+from pimsolve.lowering import lower
+from pimsolve.solve.options import SolveOptions
+from pimsolve.stages.placement import decompose
+from pimsolve.stages.placement.baselines import BASELINES
+from pimsolve.stages.placement.diagram import diagram_bound, floor_bound, floor_options
+from pimsolve.stages.placement.evaluate import floor_latency, predict
+from pimsolve.stages.placement.formulation import objective_scale
+from pimsolve.stages.placement.instance import build_instance
+from tests.simulate.test_functional import _model
+from tests.stages.placement.test_baselines import small_target
+from tests.stages.placement.test_formulation import instance
+
+
+def skip_block():
+    """conv1 -> conv2, their sum -> conv3 (all 3x3, pad 1): conv3 reads both, conv1 over a
+    skip edge, so the diagram keeps conv1's window times past conv2."""
+    return _model([
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="conv2", pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("Add", ["c2", "r1"], ["s"], name="add"),
+        helper.make_node("Conv", ["s", "w3", "b3"], ["y"], name="conv3", pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3])],
+        {"x": [1, 16, 6, 6]}, ("y", [1, 16, 6, 6]),
+        {"w1": [16, 16, 3, 3], "b1": [16], "w2": [16, 16, 3, 3], "b2": [16],
+         "w3": [16, 16, 3, 3], "b3": [16]})
+
+
+@functools.cache
+def case(name: str):
+    """LL instances small enough to enumerate every option set."""
+    if name == "skip":  # a DAG: 9 options per layer, 729 option sets, 12 x 8 crossbars
+        graph, target = load_onnx(skip_block()), small_target(12, 8)
+        return build_instance(graph, lower(graph, target), target, "ll", max_replication=3)
+    if name == "vgg8":  # a chain of 8 layers, the codegen's default unfolding, r <= 3
+        ins = inspect_model("vgg8-28", target=small_target(12, 64))
+        return build_instance(ins.graph, ins.workload, ins.target, "ll", max_replication=3,
+                              unfoldings="default")
+    if name == "sync":
+        return instance(2, 3, "ll", communication="sync", link_gb_per_s=0.2, issue_ns=1600)
+    return instance(3, 4, "ll", chips=2)
+
+
+CASES = ("skip", "vgg8", "sync", "chips")
+
+
+def _crossbars(inst, picks) -> int:
+    return sum(inst.layers[li].replications[ri] * inst.layers[li].choices[ui].ags
+               * inst.layers[li].choices[ui].crossbars_per_ag for li, (ui, ri) in enumerate(picks))
+
+
+def _floor(inst, picks) -> float:
+    return floor_latency(inst, [ui for ui, _ in picks],
+                         [inst.layers[li].replications[ri] for li, (_, ri) in enumerate(picks)])
+
+
+@functools.cache
+def least_floor(name: str) -> float:
+    """Brute force: the least floor over every option set that fits the crossbars."""
+    inst = case(name)
+    per_layer = [[(ui, ri) for ui in range(len(layer.choices))
+                  for ri in range(len(layer.replications))] for layer in inst.layers]
+    room = inst.cores * inst.crossbars_per_core
+    return min(_floor(inst, picks) for picks in itertools.product(*per_layer)
+               if _crossbars(inst, picks) <= room)
+
+
+def _baseline_latencies(inst) -> list[float]:
+    """``predict``'s latency (ns) of every baseline that places the instance."""
+    out = []
+    for baseline in BASELINES.values():
+        try:
+            out.append(predict(inst, baseline(inst, "latency")).latency_ns)
+        except InfeasibleError:
+            continue
+    return out
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_unmerged_diagram_is_the_least_floor(name):
+    inst = case(name)
+    least = least_floor(name)
+    assert floor_bound(inst, 10**6) == pytest.approx(least, abs=1e-6)
+    value, picks = floor_options(inst, 10**6)
+    assert value == pytest.approx(least, abs=1e-6)
+    assert _floor(inst, picks) == pytest.approx(value, abs=1e-6)
+    assert _crossbars(inst, picks) <= inst.cores * inst.crossbars_per_core
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(CASES), width=st.integers(1, 12),
+       upper=st.sampled_from([math.inf, 0.9, 1.0, 1.1]))
+def test_merged_diagram_stays_below_the_least_floor(name, width, upper):
+    """Merging keeps the least of each value, so the bound stays below the least floor,
+    and below ``upper`` (ns, here a share of the least floor) when it is given; the
+    restricted diagram's option set fits and has the floor it reports."""
+    inst = case(name)
+    least = least_floor(name)
+    cap = upper * least if upper != math.inf else math.inf
+    bound = floor_bound(inst, width, upper=cap)
+    assert bound <= least + 1e-6 and bound <= cap
+    value, picks = floor_options(inst, width)
+    assert value >= least - 1e-6
+    assert _floor(inst, picks) == pytest.approx(value, abs=1e-6)
+    assert _crossbars(inst, picks) <= inst.cores * inst.crossbars_per_core
+
+
+def test_a_passed_deadline_gives_no_bound():
+    inst = case("vgg8")
+    assert floor_bound(inst, 64, deadline=0.0) is None
+    assert floor_options(inst, 64, deadline=0.0) is None
+    found = diagram_bound(inst, 0.0)
+    assert found.bound_ns == 0 and found.width == 0 and found.picks is None
+
+
+def test_diagram_bound_meets_the_best_option_set_of_vgg8_arch_c():
+    """vgg8-28 on Arch-C (LL, all unfoldings): the restricted diagram finds an option set
+    whose floor (163.86 us measured) no merged diagram below it can beat: the bound
+    reaches it (the master alone: 121.6 us)."""
+    ins = inspect_model("vgg8-28", target="arch-c")
+    inst = build_instance(ins.graph, ins.workload, ins.target, "ll")
+    found = diagram_bound(inst, 60.0)
+    assert found.picks is not None and found.width >= 4096
+    assert _floor(inst, found.picks) == pytest.approx(found.picks_ns)
+    assert found.bound_ns == pytest.approx(found.picks_ns)
+    assert min(_baseline_latencies(inst)) >= found.bound_ns - 1e-6  # all at or above it
+
+
+def test_decomposition_bound_keeps_the_least_floor():
+    """The decomposition's bound (model ticks) is at least the diagram's, and still at
+    most every baseline placement's latency."""
+    inst = case("vgg8")
+    start = BASELINES["balance"](inst, "latency")
+    result, counts = decompose.solve_decomposed(inst, "latency", "cpsat",
+                                                SolveOptions(time_limit_s=5.0), start=start)
+    scale = objective_scale("latency")
+    assert result.stats["diagram_bound"] >= math.floor(least_floor("vgg8") * scale) - 1
+    assert result.bound >= result.stats["diagram_bound"]
+    assert result.bound <= min(_baseline_latencies(inst)) * scale + 1
+    assert predict(inst, counts).latency_ns * scale >= result.bound - 1
