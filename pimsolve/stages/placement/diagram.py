@@ -39,9 +39,10 @@ __all__ = ["floor_bound", "floor_options", "diagram_bound", "LeastFloor", "WIDTH
            "PRIMAL_WIDTH", "MAX_CELLS"]
 
 PRIMAL_WIDTH = 256
-"""Nodes per layer of ``floor_options``' diagram in ``diagram_bound``: on vgg8-28 (ISAAC and
-Arch-C, LL) 256 already reach the best option sets the search finds (258.1 and 163.9 us)."""
-WIDTHS = (64, 256, 1024, 4096, 16384)
+"""The widest ``floor_options`` diagram ``diagram_bound`` runs: on vgg8-28 (ISAAC and
+Arch-C, LL) 256 nodes already reach the best option sets the search finds (258.1 and
+163.9 us)."""
+WIDTHS = (16, 64, 256, 1024, 4096, 16384)
 """``diagram_bound`` tries these widths in turn while its time lasts (each a valid bound)."""
 MAX_CELLS = 50_000_000
 """Most window times a layer's nodes, or their children, may hold at once (400 MB): caps
@@ -56,6 +57,8 @@ class _Option:
     replication: int
     """Index into the layer's ``replications``."""
     crossbars: int
+    memory: int
+    """Local memory its replicas need in all, at least (the master's memory cut)."""
     whole: float
     k: np.ndarray
     w: np.ndarray
@@ -63,24 +66,34 @@ class _Option:
 
 
 def _options(instance: PlacementInstance, li: int) -> list[_Option]:
-    """The options of layer ``li`` that no other option of the same replication beats on
-    both crossbars and D (same window ranges, no longer periods, no more crossbars)."""
+    """The options of layer ``li`` that some placement can hold (the master's per-layer
+    memory cut: the core with the most homes holds ceil(r / K)) and that no other option
+    of the same replication beats on crossbars, memory and D at once (same window ranges,
+    no longer periods, no more of either resource)."""
     layer = instance.layers[li]
+    top, K, C = instance.local_memory_bytes, instance.cores, instance.crossbars_per_core
     out = []
     for ri, r in enumerate(layer.replications):
         bounds = replica_bounds(layer.windows, r)
         sizes = np.diff(bounds)
         replica = np.repeat(np.arange(r), sizes)
         k = np.arange(layer.windows) - bounds[replica]
-        same_r = sorted((r * u.ags * u.crossbars_per_ag, floor_whole(instance, li, ui, ri), ui)
-                        for ui, u in enumerate(layer.choices))
-        kept: list[tuple[int, float, int]] = []
-        for crossbars, whole, ui in same_r:  # by crossbars: kept if faster than all before
-            if all(whole < w for _, w, _ in kept):
-                kept.append((crossbars, whole, ui))
-        for crossbars, whole, ui in kept:
+        same_r = []
+        for ui, u in enumerate(layer.choices):
+            home = instance.replica_bytes(li, ui)
+            if top is not None and home * -(-r // K) > top:
+                continue
+            forced = max(0, u.ags - C // u.crossbars_per_ag)  # AGs off every home
+            same_r.append((r * u.ags * u.crossbars_per_ag,
+                           r * (home + forced * u.remote_bytes) if top is not None else 0,
+                           floor_whole(instance, li, ui, ri), ui))
+        kept: list[tuple[int, int, float, int]] = []
+        for crossbars, memory, whole, ui in sorted(same_r):
+            if all(memory < m or whole < w for _, m, w, _ in kept):
+                kept.append((crossbars, memory, whole, ui))
+        for crossbars, memory, whole, ui in kept:
             w = np.array([period_ns(whole, int(s)) for s in sizes])[replica]
-            out.append(_Option(ui, ri, crossbars, whole, k, w, replica))
+            out.append(_Option(ui, ri, crossbars, memory, whole, k, w, replica))
     return out
 
 
@@ -116,37 +129,43 @@ def floor_bound(instance: PlacementInstance, width: int, *, upper: float = math.
     return None if found is None else found[0]
 
 
-def floor_options(instance: PlacementInstance, width: int, *,
-                  deadline: float | None = None) -> tuple[float, Picks] | None:
+def floor_options(instance: PlacementInstance, width: int, *, deadline: float | None = None,
+                  room: int | None = None) -> tuple[float, Picks] | None:
     """An option set that fits the crossbars and its ``floor_latency`` (ns), from the
     restricted diagram: of each group of children ``floor_bound`` would merge, only the
-    one that finishes first goes on. None if ``deadline`` passed first."""
-    found = _diagram(instance, width, math.inf, deadline, restricted=True)
+    one that finishes first goes on; within ``room`` crossbars (default all, K C). None if
+    ``deadline`` passed first."""
+    found = _diagram(instance, width, math.inf, deadline, restricted=True, room=room)
     return None if found is None or found[1] is None else (found[0], found[1])
 
 
 def _diagram(instance: PlacementInstance, width: int, upper: float, deadline: float | None,
-             restricted: bool) -> tuple[float, Picks | None] | None:
+             restricted: bool, room: int | None = None) -> tuple[float, Picks | None] | None:
     """The least finish over the last layer's nodes, and (restricted) its option set."""
     layers = instance.layers
-    room = instance.cores * instance.crossbars_per_core
+    room = np.array([instance.cores * instance.crossbars_per_core if room is None else room,
+                     instance.cores * (instance.local_memory_bytes or 0)])
     options = [_options(instance, li) for li in range(len(layers))]
-    least = [min(o.crossbars for o in opts) for opts in options]
-    after = np.cumsum([0, *least[::-1]])[::-1][1:]  # least crossbars of the layers after li
+    if not all(options):
+        return upper, None
+    least = np.array([[min(o.crossbars for o in opts), min(o.memory for o in opts)]
+                      for opts in options])
+    after = np.cumsum([[0, 0], *least[::-1]], axis=0)[::-1][1:]  # least of the layers after
     last_read: dict[int, int] = {}  # the last layer that reads each producer
     for e in instance.edges:
         last_read[e.producer] = max(last_read.get(e.producer, -1), e.consumer)
-    crossbars, finish = np.zeros(1, dtype=np.int64), np.zeros(1)
+    # per node: crossbars and memory used (the least of its prefixes), the latest finish
+    resources, finish = np.zeros((1, 2), dtype=np.int64), np.zeros(1)
     picked = np.zeros((1, 0), dtype=np.int64)  # restricted: each node's option per layer
     done: dict[int, np.ndarray] = {}
     for li, layer in enumerate(layers):
-        ready = _ready(instance, li, done, len(crossbars))
+        ready = _ready(instance, li, done, len(finish))
         kids = []
         for oi, o in enumerate(options[li]):
             if deadline is not None and time.perf_counter() > deadline:
                 return None
-            used = crossbars + o.crossbars
-            fits = np.flatnonzero(used + after[li] <= room)
+            used = resources + (o.crossbars, o.memory)
+            fits = np.flatnonzero((used + after[li] <= room).all(axis=1))
             if fits.size:
                 times = replica_done(ready[fits], o.k, o.w, o.replica)
                 kids.append((used[fits], np.maximum(finish[fits], times.max(axis=1, initial=0.0)),
@@ -171,7 +190,7 @@ def _diagram(instance: PlacementInstance, width: int, upper: float, deadline: fl
             if not keep.size:
                 return upper, None
             parent = inherited = None
-        crossbars, finish = used[keep], end[keep]
+        resources, finish = used[keep], end[keep]
         if restricted:
             done = {p: a[parent[keep]] for p, a in inherited.items()}
             if made is not None:
@@ -191,47 +210,46 @@ def _nodes(width: int, windows: int, following: list[tuple[int, int]]) -> int:
     return min(width, max(1, MAX_CELLS // max(1, cells)))
 
 
-def _groups(crossbars: np.ndarray, finish: np.ndarray,
-            nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def _groups(used: np.ndarray, finish: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """The children in order of crossbars (then finish), and where each of ``nodes`` groups
     of equal size starts in that order."""
-    order = np.lexsort((finish, crossbars))
+    order = np.lexsort((finish, used[:, 0]))
     return order, np.arange(nodes) * len(order) // nodes
 
 
-def _merge(crossbars: np.ndarray, finish: np.ndarray, parent: np.ndarray,
+def _merge(used: np.ndarray, finish: np.ndarray, parent: np.ndarray,
            inherited: dict[int, np.ndarray], nodes: int,
            ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
-    """At most ``nodes`` nodes, each group of ``_groups`` keeping the least crossbars and
+    """At most ``nodes`` nodes, each group of ``_groups`` keeping the least resources and
     finish of its children and the least done times their parents pass on (``inherited``,
     one row per parent: taken once per group and parent)."""
-    if len(crossbars) <= nodes:
-        return crossbars, finish, {p: a[parent] for p, a in inherited.items()}
-    order, starts = _groups(crossbars, finish, nodes)
+    if len(finish) <= nodes:
+        return used, finish, {p: a[parent] for p, a in inherited.items()}
+    order, starts = _groups(used, finish, nodes)
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
     parents = max((len(a) for a in inherited.values()), default=1)
     pairs = np.unique(group * parents + parent[order])  # by group, then parent
     firsts = np.searchsorted(pairs // parents, np.arange(len(starts)))
-    return (np.minimum.reduceat(crossbars[order], starts),
+    return (np.minimum.reduceat(used[order], starts, axis=0),
             np.minimum.reduceat(finish[order], starts),
             {p: np.minimum.reduceat(a[pairs % parents], firsts, axis=0)
              for p, a in inherited.items()})
 
 
-def _merge_made(crossbars: np.ndarray, finish: np.ndarray, made: np.ndarray,
+def _merge_made(used: np.ndarray, finish: np.ndarray, made: np.ndarray,
                 nodes: int) -> np.ndarray:
     """The layer's own done times, merged as ``_merge`` groups the children."""
-    if len(crossbars) <= nodes:
+    if len(finish) <= nodes:
         return made
-    order, starts = _groups(crossbars, finish, nodes)
+    order, starts = _groups(used, finish, nodes)
     return np.minimum.reduceat(made[order], starts, axis=0)
 
 
-def _representatives(crossbars: np.ndarray, finish: np.ndarray, nodes: int) -> np.ndarray:
+def _representatives(used: np.ndarray, finish: np.ndarray, nodes: int) -> np.ndarray:
     """Of each group of ``_groups``, the child that finishes first (all when few)."""
-    if len(crossbars) <= nodes:
-        return np.arange(len(crossbars))
-    order, starts = _groups(crossbars, finish, nodes)
+    if len(finish) <= nodes:
+        return np.arange(len(finish))
+    order, starts = _groups(used, finish, nodes)
     ends = np.append(starts[1:], len(order))
     return np.array([order[a + int(np.argmin(finish[order[a:b]]))]
                      for a, b in zip(starts, ends, strict=True)])
@@ -253,24 +271,27 @@ class LeastFloor:
 
 def diagram_bound(instance: PlacementInstance, seconds: float, *,
                   upper: float = math.inf) -> LeastFloor:
-    """The restricted diagram of width ``PRIMAL_WIDTH`` (an option set with a low floor),
-    then the best ``floor_bound`` of the ``WIDTHS`` that finish in ``seconds`` in all, below
-    the better of ``upper`` (ns) and that option set's floor. A width is not tried when the
-    one before it took more than a quarter of the time left, since each takes about four
-    times the one before."""
-    began = time.perf_counter()
-    deadline = began + seconds
-    found = floor_options(instance, PRIMAL_WIDTH, deadline=deadline)
-    picks, picks_ns = found[1] if found else None, found[0] if found else math.inf
-    upper = min(upper, picks_ns)
+    """For each of the ``WIDTHS`` in turn while ``seconds`` last: the restricted diagram (up
+    to ``PRIMAL_WIDTH``: an option set with a low floor, which lowers ``upper``), then
+    ``floor_bound`` below the better of ``upper`` (ns) and that set's floor; the best bound
+    of those that finished. A width is not tried when the one before it took more than a
+    quarter of the time left, since each takes about four times the one before."""
+    deadline = time.perf_counter() + seconds
     best, widest = 0.0, 0
+    picks, picks_ns = None, math.inf
     for width in WIDTHS:
         t = time.perf_counter()
-        bound = floor_bound(instance, width, upper=upper, deadline=deadline)
+        if width <= PRIMAL_WIDTH:
+            found = floor_options(instance, width, deadline=deadline)
+            if found is None:
+                break
+            if found[0] < picks_ns:
+                picks_ns, picks = found
+        bound = floor_bound(instance, width, upper=min(upper, picks_ns), deadline=deadline)
         if bound is None:
             break
         best, widest = max(best, bound), width
         now = time.perf_counter()
-        if best >= upper or 4 * (now - t) > deadline - now:
+        if best >= min(upper, picks_ns) or 4 * (now - t) > deadline - now:
             break
     return LeastFloor(best, widest, picks, picks_ns)

@@ -1,5 +1,6 @@
 """The least floor (``diagram.py``): unmerged, the diagram is the brute-force least
-``floor_latency`` over every option set that fits the crossbars; merged, it stays below it;
+``floor_latency`` over every option set that fits (the master's crossbar and memory cuts);
+merged, it stays below it;
 the restricted diagram's option set fits and has the floor it reports; the decomposition's
 bound keeps it and still holds every placement."""
 
@@ -53,6 +54,12 @@ def case(name: str):
     if name == "skip":  # a DAG: 9 options per layer, 729 option sets, 12 x 8 crossbars
         graph, target = load_onnx(skip_block()), small_target(12, 8)
         return build_instance(graph, lower(graph, target), target, "ll", max_replication=3)
+    if name == "memory":  # the same on 2 cores of 3 KiB: local memory cuts option sets
+        graph, target = load_onnx(skip_block()), small_target(2, 40)
+        memory = target.core.local_memory.model_copy(update={"size_kib": 3})
+        target = target.model_copy(update={"core": target.core.model_copy(
+            update={"local_memory": memory})})
+        return build_instance(graph, lower(graph, target), target, "ll", max_replication=3)
     if name == "vgg8":  # a chain of 8 layers, the codegen's default unfolding, r <= 3
         ins = inspect_model("vgg8-28", target=small_target(12, 64))
         return build_instance(ins.graph, ins.workload, ins.target, "ll", max_replication=3,
@@ -62,12 +69,31 @@ def case(name: str):
     return instance(3, 4, "ll", chips=2)
 
 
-CASES = ("skip", "vgg8", "sync", "chips")
+CASES = ("skip", "memory", "vgg8", "sync", "chips")
 
 
 def _crossbars(inst, picks) -> int:
     return sum(inst.layers[li].replications[ri] * inst.layers[li].choices[ui].ags
                * inst.layers[li].choices[ui].crossbars_per_ag for li, (ui, ri) in enumerate(picks))
+
+
+def _fits(inst, picks) -> bool:
+    """The master's crossbar and local-memory cuts (summed over the cores, and on the core
+    holding the most homes of a layer), which every placement meets."""
+    if _crossbars(inst, picks) > inst.cores * inst.crossbars_per_core:
+        return False
+    top = inst.local_memory_bytes
+    if top is None:
+        return True
+    total = 0
+    for li, (ui, ri) in enumerate(picks):
+        u, r = inst.layers[li].choices[ui], inst.layers[li].replications[ri]
+        home = inst.replica_bytes(li, ui)
+        if home * -(-r // inst.cores) > top:
+            return False
+        forced = max(0, u.ags - inst.crossbars_per_core // u.crossbars_per_ag)
+        total += r * (home + forced * u.remote_bytes)
+    return total <= inst.cores * top
 
 
 def _floor(inst, picks) -> float:
@@ -77,13 +103,12 @@ def _floor(inst, picks) -> float:
 
 @functools.cache
 def least_floor(name: str) -> float:
-    """Brute force: the least floor over every option set that fits the crossbars."""
+    """Brute force: the least floor over every option set that fits (``_fits``)."""
     inst = case(name)
     per_layer = [[(ui, ri) for ui in range(len(layer.choices))
                   for ri in range(len(layer.replications))] for layer in inst.layers]
-    room = inst.cores * inst.crossbars_per_core
     return min(_floor(inst, picks) for picks in itertools.product(*per_layer)
-               if _crossbars(inst, picks) <= room)
+               if _fits(inst, picks))
 
 
 def _baseline_latencies(inst) -> list[float]:
@@ -105,7 +130,7 @@ def test_unmerged_diagram_is_the_least_floor(name):
     value, picks = floor_options(inst, 10**6)
     assert value == pytest.approx(least, abs=1e-6)
     assert _floor(inst, picks) == pytest.approx(value, abs=1e-6)
-    assert _crossbars(inst, picks) <= inst.cores * inst.crossbars_per_core
+    assert _fits(inst, picks)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -123,7 +148,7 @@ def test_merged_diagram_stays_below_the_least_floor(name, width, upper):
     value, picks = floor_options(inst, width)
     assert value >= least - 1e-6
     assert _floor(inst, picks) == pytest.approx(value, abs=1e-6)
-    assert _crossbars(inst, picks) <= inst.cores * inst.crossbars_per_core
+    assert _fits(inst, picks)
 
 
 def test_a_passed_deadline_gives_no_bound():
