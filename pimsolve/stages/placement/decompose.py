@@ -50,7 +50,7 @@ SEARCH_SHARE = 0.2
 the first master's option set is seeded (and at most half the time left; SEARCH_S without a
 limit)."""
 SEARCH_S = 2.0
-DIAGRAM_SHARE = 0.25
+DIAGRAM_SHARE = 0.4
 """LL latency: of the time limit, at most what ``diagram.diagram_bound`` takes, once, before
 the first master (DIAGRAM_S without a limit)."""
 DIAGRAM_S = 5.0
