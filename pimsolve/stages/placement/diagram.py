@@ -2,20 +2,22 @@
 
 ``evaluate.floor_latency(z)`` is the window pipeline with each layer's D at its option's
 floor: no placement of the options z is faster. So the least floor over every option set
-whose replicas fit the crossbars (K C) is a lower bound on the LL optimum, and one that sees
-what the master cannot: how the replicas of consecutive layers line up, window by window.
+that fits the crossbars (K C) and the master's local-memory cuts is a lower bound on the LL
+optimum, and one that sees what the master cannot: how the replicas of consecutive layers
+line up, window by window.
 
 The diagram takes the layers in order (producers first). A node stands for a set of option
-prefixes and holds the least crossbars any of them uses, the least latest layer finish, and,
-window by window, the least done time of every layer a later layer still reads. A layer's
-options turn each node into children (one pipeline step, ``evaluate.replica_done``, for all
-nodes at once); children whose crossbars leave no room for the layers after them, or that
-finish no earlier than ``upper``, are dropped, and the rest are merged into at most
-``width`` nodes of neighbouring crossbar counts, keeping the least of each value. A window
-is done no earlier when its producers' windows are done later or its period is longer (the
-pipeline is monotone), so a merged node is below every prefix it stands for and the least
-finish at the end is below every option set's floor. With no merging (a width above the
-number of children) it is the exact least floor. Written up in ``formulations/placement.md``.
+prefixes and holds the least crossbars and memory any of them uses, the least latest layer
+finish, and, window by window, the least done time of every layer a later layer still
+reads. A layer's options turn each node into children (one pipeline step,
+``evaluate.replica_done``, for all nodes at once); children that leave no room for the
+layers after them are dropped, the rest are merged into at most ``width`` groups of
+neighbouring crossbar counts, each keeping the least of every value, and merged nodes that
+finish no earlier than ``upper`` are dropped. A window is done no earlier when its
+producers' windows are done later or its period is longer (the pipeline is monotone), so a
+merged node is below every prefix it stands for and the least finish at the end is below
+every option set's floor. With no merging (a width above the number of children) it is the
+exact least floor. Written up in ``formulations/placement.md``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pimsolve.stages.placement.evaluate import (
 from pimsolve.stages.placement.instance import PlacementInstance
 from pimsolve.stages.placement.search import Picks
 
-__all__ = ["floor_bound", "floor_options", "diagram_bound", "LeastFloor", "WIDTHS",
+__all__ = ["floor_bound", "floor_options", "diagram_bound", "LeastFloor", "WIDTHS", "KEYS",
            "PRIMAL_WIDTH", "MAX_CELLS"]
 
 PRIMAL_WIDTH = 256
@@ -43,6 +45,10 @@ PRIMAL_WIDTH = 256
 Arch-C, LL) 256 nodes already reach the best option sets the search finds (258.1 and
 163.9 us)."""
 WIDTHS = (16, 64, 256, 1024, 4096, 16384)
+KEYS = ("finish", "middle")
+"""``diagram_bound`` groups by these in turn, one per width: vgg8-28/isaac LL, 'finish'
+bounds 243.4 us at every width from 1024 to 65,536, 'middle' 258.1 us at 16,384 (the best
+option set's floor); vgg8-28/arch-c LL, 'finish' 163.9 us at 4096, 'middle' 160.2 us."""
 """``diagram_bound`` tries these widths in turn while its time lasts (each a valid bound)."""
 MAX_CELLS = 50_000_000
 """Most window times a layer's nodes, or their children, may hold at once (400 MB): caps
@@ -119,13 +125,17 @@ def _ready(instance: PlacementInstance, li: int, done: dict[int, np.ndarray],
 
 
 def floor_bound(instance: PlacementInstance, width: int, *, upper: float = math.inf,
-                deadline: float | None = None) -> float | None:
+                deadline: float | None = None, by: str = "finish") -> float | None:
     """A lower bound (ns) on ``floor_latency`` over every option set that fits the
     crossbars, from a diagram of at most ``width`` nodes per layer; ``upper`` if no option
     set's floor is below ``upper`` (ns); None if ``time.perf_counter()`` passed
     ``deadline`` first. Exactly the least floor when no layer has more than ``width``
-    children."""
-    found = _diagram(instance, width, upper, deadline, restricted=False)
+    children. ``by``: what orders children of equal crossbars into groups, their 'finish'
+    or the done time of their layer's 'middle' window (groups of like profiles lose less
+    when merged; which is better depends on the instance, and either bound is valid)."""
+    if by not in KEYS:
+        raise ValueError(f"by: one of {', '.join(KEYS)}, not {by!r}")
+    found = _diagram(instance, width, upper, deadline, restricted=False, by=by)
     return None if found is None else found[0]
 
 
@@ -140,7 +150,8 @@ def floor_options(instance: PlacementInstance, width: int, *, deadline: float | 
 
 
 def _diagram(instance: PlacementInstance, width: int, upper: float, deadline: float | None,
-             restricted: bool, room: int | None = None) -> tuple[float, Picks | None] | None:
+             restricted: bool, room: int | None = None,
+             by: str = "finish") -> tuple[float, Picks | None] | None:
     """The least finish over the last layer's nodes, and (restricted) its option set."""
     layers = instance.layers
     room = np.array([instance.cores * instance.crossbars_per_core if room is None else room,
@@ -168,23 +179,25 @@ def _diagram(instance: PlacementInstance, width: int, upper: float, deadline: fl
             fits = np.flatnonzero((used + after[li] <= room).all(axis=1))
             if fits.size:
                 times = replica_done(ready[fits], o.k, o.w, o.replica)
-                kids.append((used[fits], np.maximum(finish[fits], times.max(axis=1, initial=0.0)),
-                             fits, times, np.full(fits.size, oi)))
+                end = np.maximum(finish[fits], times.max(axis=1, initial=0.0))
+                key = end if by == "finish" else times[:, layer.windows // 2]
+                kids.append((used[fits], end, fits, times, np.full(fits.size, oi), key))
         if not kids:
             return upper, None
-        used, end, parent, option = (np.concatenate([k[i] for k in kids]) for i in (0, 1, 2, 4))
+        used, end, parent, option, key = (np.concatenate([k[i] for k in kids])
+                                          for i in (0, 1, 2, 4, 5))
         made = np.concatenate([k[3] for k in kids]) if last_read.get(li, -1) > li else None
         inherited = {p: a for p, a in done.items() if last_read[p] > li}
         del kids, ready
         nodes = _nodes(width, layer.windows, [(len(options[c]), layers[c].windows)
                                               for c in range(li + 1, li + 2) if c < len(layers)])
         if restricted:
-            keep = _representatives(used, end, nodes)
+            keep = _representatives(used, end, key, nodes)
             picked = np.column_stack([picked[parent[keep]], option[keep]])
         else:  # merged, then the nodes that finish no earlier than upper dropped
-            merged_used, merged_end, done = _merge(used, end, parent, inherited, nodes)
+            merged_used, merged_end, done = _merge(used, end, key, parent, inherited, nodes)
             if made is not None:
-                done[li] = _merge_made(used, end, made, nodes)
+                done[li] = _merge_made(used, key, made, nodes)
             used, end = merged_used, merged_end
             keep = np.flatnonzero(end < upper)
             if not keep.size:
@@ -210,14 +223,14 @@ def _nodes(width: int, windows: int, following: list[tuple[int, int]]) -> int:
     return min(width, max(1, MAX_CELLS // max(1, cells)))
 
 
-def _groups(used: np.ndarray, finish: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """The children in order of crossbars (then finish), and where each of ``nodes`` groups
+def _groups(used: np.ndarray, key: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The children in order of crossbars (then ``key``), and where each of ``nodes`` groups
     of equal size starts in that order."""
-    order = np.lexsort((finish, used[:, 0]))
+    order = np.lexsort((key, used[:, 0]))
     return order, np.arange(nodes) * len(order) // nodes
 
 
-def _merge(used: np.ndarray, finish: np.ndarray, parent: np.ndarray,
+def _merge(used: np.ndarray, finish: np.ndarray, key: np.ndarray, parent: np.ndarray,
            inherited: dict[int, np.ndarray], nodes: int,
            ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
     """At most ``nodes`` nodes, each group of ``_groups`` keeping the least resources and
@@ -225,7 +238,7 @@ def _merge(used: np.ndarray, finish: np.ndarray, parent: np.ndarray,
     one row per parent: taken once per group and parent)."""
     if len(finish) <= nodes:
         return used, finish, {p: a[parent] for p, a in inherited.items()}
-    order, starts = _groups(used, finish, nodes)
+    order, starts = _groups(used, key, nodes)
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
     parents = max((len(a) for a in inherited.values()), default=1)
     pairs = np.unique(group * parents + parent[order])  # by group, then parent
@@ -236,20 +249,20 @@ def _merge(used: np.ndarray, finish: np.ndarray, parent: np.ndarray,
              for p, a in inherited.items()})
 
 
-def _merge_made(used: np.ndarray, finish: np.ndarray, made: np.ndarray,
-                nodes: int) -> np.ndarray:
+def _merge_made(used: np.ndarray, key: np.ndarray, made: np.ndarray, nodes: int) -> np.ndarray:
     """The layer's own done times, merged as ``_merge`` groups the children."""
-    if len(finish) <= nodes:
+    if len(key) <= nodes:
         return made
-    order, starts = _groups(used, finish, nodes)
+    order, starts = _groups(used, key, nodes)
     return np.minimum.reduceat(made[order], starts, axis=0)
 
 
-def _representatives(used: np.ndarray, finish: np.ndarray, nodes: int) -> np.ndarray:
+def _representatives(used: np.ndarray, finish: np.ndarray, key: np.ndarray,
+                     nodes: int) -> np.ndarray:
     """Of each group of ``_groups``, the child that finishes first (all when few)."""
     if len(finish) <= nodes:
         return np.arange(len(finish))
-    order, starts = _groups(used, finish, nodes)
+    order, starts = _groups(used, key, nodes)
     ends = np.append(starts[1:], len(order))
     return np.array([order[a + int(np.argmin(finish[order[a:b]]))]
                      for a, b in zip(starts, ends, strict=True)])
@@ -273,13 +286,14 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
                   upper: float = math.inf) -> LeastFloor:
     """For each of the ``WIDTHS`` in turn while ``seconds`` last: the restricted diagram (up
     to ``PRIMAL_WIDTH``: an option set with a low floor, which lowers ``upper``), then
-    ``floor_bound`` below the better of ``upper`` (ns) and that set's floor; the best bound
-    of those that finished. A width is not tried when the one before it took more than a
-    quarter of the time left, since each takes about four times the one before."""
+    ``floor_bound`` below the better of ``upper`` (ns) and that set's floor, grouping by the
+    ``KEYS`` in turn; the best bound of those that finished. A width is not tried when the
+    one before it took more than half the time left (each takes two to four times the one
+    before: less where ``MAX_CELLS`` caps it)."""
     deadline = time.perf_counter() + seconds
     best, widest = 0.0, 0
     picks, picks_ns = None, math.inf
-    for width in WIDTHS:
+    for i, width in enumerate(WIDTHS):
         t = time.perf_counter()
         if width <= PRIMAL_WIDTH:
             found = floor_options(instance, width, deadline=deadline)
@@ -287,11 +301,12 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
                 break
             if found[0] < picks_ns:
                 picks_ns, picks = found
-        bound = floor_bound(instance, width, upper=min(upper, picks_ns), deadline=deadline)
+        bound = floor_bound(instance, width, upper=min(upper, picks_ns), deadline=deadline,
+                            by=KEYS[i % len(KEYS)])
         if bound is None:
             break
         best, widest = max(best, bound), width
         now = time.perf_counter()
-        if best >= min(upper, picks_ns) or 4 * (now - t) > deadline - now:
+        if best >= min(upper, picks_ns) or 2 * (now - t) > deadline - now:
             break
     return LeastFloor(best, widest, picks, picks_ns)
