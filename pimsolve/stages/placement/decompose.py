@@ -293,14 +293,14 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
                  seconds: float) -> tuple[int, tuple[float, list[LayerCounts]] | None]:
     """LL latency: ``diagram_bound`` in ticks (a lower bound on every placement's latency),
     below ``upper`` (model units; a known placement's), and the placement (``_placed``) of
-    the option set its restricted diagram found (async communication only); time, width
+    the option set its restricted diagram found (async communication only); time, budget
     and bound go to ``stats``."""
     scale = objective_scale("latency")
     t = time.perf_counter()
     found = diagram_bound(instance, seconds, upper=math.inf if upper is None else upper / scale)
     ticks = max(0, math.floor(found.bound_ns * scale - 1e-6)) if math.isfinite(
         found.bound_ns) else 0  # inf: no option set fits; the loop finds that out itself
-    stats.update(diagram_s=time.perf_counter() - t, diagram_width=float(found.width),
+    stats.update(diagram_s=time.perf_counter() - t, diagram_cells=float(found.cells),
                  diagram_bound=float(ticks))
     # not with sync communication, where the floor ranks option sets poorly (as the search)
     placed = (_placed(instance, "latency", found.picks, known)

@@ -11,13 +11,14 @@ prefixes and holds the least crossbars and memory any of them uses, the least la
 finish, and, window by window, the least done time of every layer a later layer still
 reads. A layer's options turn each node into children (one pipeline step,
 ``evaluate.replica_done``, for all nodes at once); children that leave no room for the
-layers after them are dropped, the rest are merged into at most ``width`` groups of
-neighbouring crossbar counts, each keeping the least of every value, and merged nodes that
+layers after them are dropped, the rest are merged into groups of neighbouring crossbar
+counts (as many as a budget of ``cells`` window times allows), each keeping the least of
+every value, and merged nodes that
 finish no earlier than ``upper`` are dropped. A window is done no earlier when its
 producers' windows are done later or its period is longer (the pipeline is monotone), so a
 merged node is below every prefix it stands for and the least finish at the end is below
-every option set's floor. With no merging (a width above the number of children) it is the
-exact least floor. Written up in ``formulations/placement.md``.
+every option set's floor. With no merging (a budget above every layer's children) it is
+the exact least floor. Written up in ``formulations/placement.md``.
 """
 
 from __future__ import annotations
@@ -37,22 +38,25 @@ from pimsolve.stages.placement.evaluate import (
 from pimsolve.stages.placement.instance import PlacementInstance
 from pimsolve.stages.placement.search import Picks
 
-__all__ = ["floor_bound", "floor_options", "diagram_bound", "LeastFloor", "WIDTHS", "KEYS",
-           "PRIMAL_WIDTH", "MAX_CELLS"]
+__all__ = ["floor_bound", "floor_options", "diagram_bound", "LeastFloor", "BUDGETS", "KEYS",
+           "PRIMAL_CELLS", "MIN_NODES", "MAX_CELLS"]
 
-PRIMAL_WIDTH = 256
-"""The widest ``floor_options`` diagram ``diagram_bound`` runs: on vgg8-28 (ISAAC and
-Arch-C, LL) 256 nodes already reach the best option sets the search finds (258.1 and
-163.9 us)."""
-WIDTHS = (16, 64, 256, 1024, 4096, 16384)
+BUDGETS = (500_000, 2_000_000, 8_000_000, 32_000_000)
+"""Window times a layer's nodes (or their children in the next layer) may hold, tried in
+turn by ``diagram_bound`` while its time lasts (each a valid bound). A budget, not a node
+count, so that layers with few windows or options keep more nodes for the same work:
+resnet18-28/isaac LL, 351.0 us in 1.0 s with 2 M cells, where 256 nodes a layer gave 314.9 us
+in 1.1 s and 1024 nodes 343.3 us in 5.1 s."""
 KEYS = ("finish", "middle")
-"""``diagram_bound`` groups by these in turn, one per width: vgg8-28/isaac LL, 'finish'
-bounds 243.4 us at every width from 1024 to 65,536, 'middle' 258.1 us at 16,384 (the best
-option set's floor); vgg8-28/arch-c LL, 'finish' 163.9 us at 4096, 'middle' 160.2 us."""
-"""``diagram_bound`` tries these widths in turn while its time lasts (each a valid bound)."""
+"""What orders children of equal crossbars into groups, by budget in turn: vgg8-28/isaac LL,
+by 'finish' 243.4 us at every node count from 1024 to 65,536 a layer; by 'middle' 258.1 us
+(the best option set's floor) with 8 M cells."""
+PRIMAL_CELLS = 2_000_000
+"""The largest budget of the restricted diagram in ``diagram_bound``."""
+MIN_NODES = 16
+"""Nodes a layer keeps whatever the budget (resnet34 at 224x224: 12,544 windows a layer)."""
 MAX_CELLS = 50_000_000
-"""Most window times a layer's nodes, or their children, may hold at once (400 MB): caps
-the width of instances with many windows or options per layer."""
+"""At most this many window times (400 MB) a layer's nodes or their children hold."""
 
 
 @dataclass(frozen=True)
@@ -124,39 +128,43 @@ def _ready(instance: PlacementInstance, li: int, done: dict[int, np.ndarray],
     return ready
 
 
-def floor_bound(instance: PlacementInstance, width: int, *, upper: float = math.inf,
+def floor_bound(instance: PlacementInstance, cells: int, *, upper: float = math.inf,
                 deadline: float | None = None, by: str = "finish") -> float | None:
-    """A lower bound (ns) on ``floor_latency`` over every option set that fits the
-    crossbars, from a diagram of at most ``width`` nodes per layer; ``upper`` if no option
-    set's floor is below ``upper`` (ns); None if ``time.perf_counter()`` passed
-    ``deadline`` first. Exactly the least floor when no layer has more than ``width``
+    """A lower bound (ns) on ``floor_latency`` over every option set that fits, from a
+    diagram whose layers hold at most ``cells`` window times (``_nodes``); ``upper`` if no
+    option set's floor is below ``upper`` (ns); None if ``time.perf_counter()`` passed
+    ``deadline`` first. Exactly the least floor when the budget holds every layer's
     children. ``by``: what orders children of equal crossbars into groups, their 'finish'
     or the done time of their layer's 'middle' window (groups of like profiles lose less
     when merged; which is better depends on the instance, and either bound is valid)."""
     if by not in KEYS:
         raise ValueError(f"by: one of {', '.join(KEYS)}, not {by!r}")
-    found = _diagram(instance, width, upper, deadline, restricted=False, by=by)
+    options = _layer_options(instance)
+    found = _diagram(instance, options, _nodes(instance, options, cells), upper, deadline,
+                     restricted=False, by=by)
     return None if found is None else found[0]
 
 
-def floor_options(instance: PlacementInstance, width: int, *, deadline: float | None = None,
+def floor_options(instance: PlacementInstance, cells: int, *, deadline: float | None = None,
                   room: int | None = None) -> tuple[float, Picks] | None:
     """An option set that fits the crossbars and its ``floor_latency`` (ns), from the
     restricted diagram: of each group of children ``floor_bound`` would merge, only the
     one that finishes first goes on; within ``room`` crossbars (default all, K C). None if
     ``deadline`` passed first."""
-    found = _diagram(instance, width, math.inf, deadline, restricted=True, room=room)
+    options = _layer_options(instance)
+    found = _diagram(instance, options, _nodes(instance, options, cells), math.inf, deadline,
+                     restricted=True, room=room)
     return None if found is None or found[1] is None else (found[0], found[1])
 
 
-def _diagram(instance: PlacementInstance, width: int, upper: float, deadline: float | None,
-             restricted: bool, room: int | None = None,
+def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
+             upper: float, deadline: float | None, restricted: bool, room: int | None = None,
              by: str = "finish") -> tuple[float, Picks | None] | None:
-    """The least finish over the last layer's nodes, and (restricted) its option set."""
+    """The least finish over the last layer's nodes (at most ``nodes[l]`` kept after layer
+    l), and (restricted) its option set."""
     layers = instance.layers
     room = np.array([instance.cores * instance.crossbars_per_core if room is None else room,
                      instance.cores * (instance.local_memory_bytes or 0)])
-    options = [_options(instance, li) for li in range(len(layers))]
     if not all(options):
         return upper, None
     least = np.array([[min(o.crossbars for o in opts), min(o.memory for o in opts)]
@@ -189,15 +197,13 @@ def _diagram(instance: PlacementInstance, width: int, upper: float, deadline: fl
         made = np.concatenate([k[3] for k in kids]) if last_read.get(li, -1) > li else None
         inherited = {p: a for p, a in done.items() if last_read[p] > li}
         del kids, ready
-        nodes = _nodes(width, layer.windows, [(len(options[c]), layers[c].windows)
-                                              for c in range(li + 1, li + 2) if c < len(layers)])
         if restricted:
-            keep = _representatives(used, end, key, nodes)
+            keep = _representatives(used, end, key, nodes[li])
             picked = np.column_stack([picked[parent[keep]], option[keep]])
         else:  # merged, then the nodes that finish no earlier than upper dropped
-            merged_used, merged_end, done = _merge(used, end, key, parent, inherited, nodes)
+            merged_used, merged_end, done = _merge(used, end, key, parent, inherited, nodes[li])
             if made is not None:
-                done[li] = _merge_made(used, key, made, nodes)
+                done[li] = _merge_made(used, key, made, nodes[li])
             used, end = merged_used, merged_end
             keep = np.flatnonzero(end < upper)
             if not keep.size:
@@ -216,11 +222,21 @@ def _diagram(instance: PlacementInstance, width: int, upper: float, deadline: fl
     return float(finish[best]), picks
 
 
-def _nodes(width: int, windows: int, following: list[tuple[int, int]]) -> int:
-    """At most ``width`` nodes, holding at most ``MAX_CELLS`` window times, and whose
-    children in the next layer (options times windows, ``following``) hold no more."""
-    cells = max([windows, *(n * w for n, w in following)], default=1)
-    return min(width, max(1, MAX_CELLS // max(1, cells)))
+def _layer_options(instance: PlacementInstance) -> list[list[_Option]]:
+    return [_options(instance, li) for li in range(len(instance.layers))]
+
+
+def _nodes(instance: PlacementInstance, options: list[list[_Option]], cells: int) -> list[int]:
+    """How many nodes each layer keeps: as many as ``cells`` window times hold, counting a
+    node's own windows and its children in the next layer (options times windows), but no
+    fewer than ``MIN_NODES`` and no more than ``MAX_CELLS`` hold."""
+    layers = instance.layers
+    out = []
+    for li, layer in enumerate(layers):
+        per_node = max(1, layer.windows, len(options[li + 1]) * layers[li + 1].windows
+                       if li + 1 < len(layers) else 0)
+        out.append(max(1, min(max(MIN_NODES, cells // per_node), MAX_CELLS // per_node)))
+    return out
 
 
 def _groups(used: np.ndarray, key: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -274,8 +290,8 @@ class LeastFloor:
 
     bound_ns: float
     """No option set that fits the crossbars has a floor below this (0: none finished)."""
-    width: int
-    """The widest diagram that finished (0: none)."""
+    cells: int
+    """The largest budget that finished (0: none)."""
     picks: Picks | None
     """The restricted diagram's option set (None if it did not finish)."""
     picks_ns: float
@@ -284,29 +300,35 @@ class LeastFloor:
 
 def diagram_bound(instance: PlacementInstance, seconds: float, *,
                   upper: float = math.inf) -> LeastFloor:
-    """For each of the ``WIDTHS`` in turn while ``seconds`` last: the restricted diagram (up
-    to ``PRIMAL_WIDTH``: an option set with a low floor, which lowers ``upper``), then
-    ``floor_bound`` below the better of ``upper`` (ns) and that set's floor, grouping by the
-    ``KEYS`` in turn; the best bound of those that finished. A width is not tried when the
-    one before it took more than half the time left (each takes two to four times the one
-    before: less where ``MAX_CELLS`` caps it)."""
+    """For each of the ``BUDGETS`` in turn while ``seconds`` last (skipping one that keeps
+    no more nodes than the one before): the restricted diagram (up to ``PRIMAL_CELLS``: an
+    option set with a low floor, which lowers ``upper``), then ``floor_bound`` below the
+    better of ``upper`` (ns) and that set's floor, grouping by the ``KEYS`` in turn; the
+    best bound of those that finished. A budget is not tried when the one before it took
+    more than half the time left (each takes two to four times the one before)."""
     deadline = time.perf_counter() + seconds
-    best, widest = 0.0, 0
+    options = _layer_options(instance)
+    best, largest, runs = 0.0, 0, 0
     picks, picks_ns = None, math.inf
-    for i, width in enumerate(WIDTHS):
+    before: list[int] = []
+    for cells in BUDGETS:
+        nodes = _nodes(instance, options, cells)
+        if nodes == before:
+            continue
+        before = nodes
         t = time.perf_counter()
-        if width <= PRIMAL_WIDTH:
-            found = floor_options(instance, width, deadline=deadline)
+        if cells <= PRIMAL_CELLS or picks is None:
+            found = _diagram(instance, options, nodes, math.inf, deadline, restricted=True)
             if found is None:
                 break
-            if found[0] < picks_ns:
+            if found[1] is not None and found[0] < picks_ns:
                 picks_ns, picks = found
-        bound = floor_bound(instance, width, upper=min(upper, picks_ns), deadline=deadline,
-                            by=KEYS[i % len(KEYS)])
+        bound = _diagram(instance, options, nodes, min(upper, picks_ns), deadline,
+                         restricted=False, by=KEYS[runs % len(KEYS)])
         if bound is None:
             break
-        best, widest = max(best, bound), width
+        best, largest, runs = max(best, bound[0]), cells, runs + 1
         now = time.perf_counter()
         if best >= min(upper, picks_ns) or 2 * (now - t) > deadline - now:
             break
-    return LeastFloor(best, widest, picks, picks_ns)
+    return LeastFloor(best, largest, picks, picks_ns)

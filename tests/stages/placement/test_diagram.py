@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +21,7 @@ from pimsolve.errors import InfeasibleError
 from pimsolve.frontend.load import load_onnx
 from pimsolve.lowering import lower
 from pimsolve.solve.options import SolveOptions
-from pimsolve.stages.placement import decompose
+from pimsolve.stages.placement import decompose, diagram
 from pimsolve.stages.placement.baselines import BASELINES
 from pimsolve.stages.placement.diagram import KEYS, diagram_bound, floor_bound, floor_options
 from pimsolve.stages.placement.evaluate import floor_latency, predict
@@ -126,17 +127,17 @@ def _baseline_latencies(inst) -> list[float]:
 def test_unmerged_diagram_is_the_least_floor(name):
     inst = case(name)
     least = least_floor(name)
-    assert floor_bound(inst, 10**6) == pytest.approx(least, abs=1e-6)
-    value, picks = floor_options(inst, 10**6)
+    assert floor_bound(inst, 10**9) == pytest.approx(least, abs=1e-6)
+    value, picks = floor_options(inst, 10**9)
     assert value == pytest.approx(least, abs=1e-6)
     assert _floor(inst, picks) == pytest.approx(value, abs=1e-6)
     assert _fits(inst, picks)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(name=st.sampled_from(CASES), width=st.integers(1, 12),
+@given(name=st.sampled_from(CASES), cells=st.integers(1, 5000),
        upper=st.sampled_from([math.inf, 0.9, 1.0, 1.1]), by=st.sampled_from(KEYS))
-def test_merged_diagram_stays_below_the_least_floor(name, width, upper, by):
+def test_merged_diagram_stays_below_the_least_floor(name, cells, upper, by):
     """Merging keeps the least of each value, so the bound stays below the least floor
     whatever orders the groups, and below ``upper`` (ns, here a share of the least floor)
     when it is given; the restricted diagram's option set fits and has the floor it
@@ -144,9 +145,10 @@ def test_merged_diagram_stays_below_the_least_floor(name, width, upper, by):
     inst = case(name)
     least = least_floor(name)
     cap = upper * least if upper != math.inf else math.inf
-    bound = floor_bound(inst, width, upper=cap, by=by)
+    with mock.patch.object(diagram, "MIN_NODES", 1):  # down to one node a layer
+        bound = floor_bound(inst, cells, upper=cap, by=by)
+        value, picks = floor_options(inst, cells)
     assert bound <= least + 1e-6 and bound <= cap
-    value, picks = floor_options(inst, width)
     assert value >= least - 1e-6
     assert _floor(inst, picks) == pytest.approx(value, abs=1e-6)
     assert _fits(inst, picks)
@@ -162,7 +164,7 @@ def test_a_passed_deadline_gives_no_bound():
     assert floor_bound(inst, 64, deadline=0.0) is None
     assert floor_options(inst, 64, deadline=0.0) is None
     found = diagram_bound(inst, 0.0)
-    assert found.bound_ns == 0 and found.width == 0 and found.picks is None
+    assert found.bound_ns == 0 and found.cells == 0 and found.picks is None
 
 
 @pytest.mark.parametrize("target", ["arch-c", "isaac"])
@@ -173,7 +175,7 @@ def test_diagram_bound_meets_the_best_option_set_of_vgg8(target):
     ins = inspect_model("vgg8-28", target=target)
     inst = build_instance(ins.graph, ins.workload, ins.target, "ll")
     found = diagram_bound(inst, 60.0)
-    assert found.picks is not None and found.width >= 4096
+    assert found.picks is not None and found.cells > 0
     assert _floor(inst, found.picks) == pytest.approx(found.picks_ns)
     assert found.bound_ns == pytest.approx(found.picks_ns)
     assert min(_baseline_latencies(inst)) >= found.bound_ns - 1e-6  # all at or above it
