@@ -13,12 +13,11 @@ reads. A layer's options turn each node into children (one pipeline step,
 ``evaluate.replica_done``, for all nodes at once); children that leave no room for the
 layers after them are dropped, the rest are merged into groups of neighbouring crossbar
 counts (as many as a budget of ``cells`` window times allows), each keeping the least of
-every value, and merged nodes that
-finish no earlier than ``upper`` are dropped. A window is done no earlier when its
-producers' windows are done later or its period is longer (the pipeline is monotone), so a
-merged node is below every prefix it stands for and the least finish at the end is below
-every option set's floor. With no merging (a budget above every layer's children) it is
-the exact least floor. Written up in ``formulations/placement.md``.
+every value, and merged nodes that finish no earlier than ``upper`` are dropped. A window
+is done no earlier when its producers' windows are done later or its period is longer (the
+pipeline is monotone), so a merged node is below every prefix it stands for and the least
+finish at the end is below every option set's floor. With no merging (a budget above every
+layer's children) it is the exact least floor. Written up in ``formulations/placement.md``.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from pimsolve.stages.placement.evaluate import (
     replica_bounds,
     replica_done,
 )
+from pimsolve.stages.placement.formulation import option_memory
 from pimsolve.stages.placement.instance import PlacementInstance
 from pimsolve.stages.placement.search import Picks
 
@@ -45,7 +45,7 @@ BUDGETS = (500_000, 2_000_000, 8_000_000, 32_000_000)
 """Window times a layer's nodes (or their children in the next layer) may hold, tried in
 turn by ``diagram_bound`` while its time lasts (each a valid bound). A budget, not a node
 count, so that layers with few windows or options keep more nodes for the same work:
-resnet18-28/isaac LL, 351.0 us in 1.0 s with 2 M cells, where 256 nodes a layer gave 314.9 us
+resnet18-28/isaac LL, 351.0 us in 1.0 s with 2 M cells, where 256 nodes a layer gave 317.6 us
 in 1.1 s and 1024 nodes 343.3 us in 5.1 s."""
 KEYS = ("finish", "middle")
 """What orders children of equal crossbars into groups, by budget in turn: vgg8-28/isaac LL,
@@ -69,7 +69,6 @@ class _Option:
     crossbars: int
     memory: int
     """Local memory its replicas need in all, at least (the master's memory cut)."""
-    whole: float
     k: np.ndarray
     w: np.ndarray
     replica: np.ndarray
@@ -81,7 +80,7 @@ def _options(instance: PlacementInstance, li: int) -> list[_Option]:
     of the same replication beats on crossbars, memory and D at once (same window ranges,
     no longer periods, no more of either resource)."""
     layer = instance.layers[li]
-    top, K, C = instance.local_memory_bytes, instance.cores, instance.crossbars_per_core
+    top = instance.local_memory_bytes
     out = []
     for ri, r in enumerate(layer.replications):
         bounds = replica_bounds(layer.windows, r)
@@ -90,12 +89,10 @@ def _options(instance: PlacementInstance, li: int) -> list[_Option]:
         k = np.arange(layer.windows) - bounds[replica]
         same_r = []
         for ui, u in enumerate(layer.choices):
-            home = instance.replica_bytes(li, ui)
-            if top is not None and home * -(-r // K) > top:
+            summed, busiest = option_memory(instance, li, ui, ri)
+            if top is not None and busiest > top:
                 continue
-            forced = max(0, u.ags - C // u.crossbars_per_ag)  # AGs off every home
-            same_r.append((r * u.ags * u.crossbars_per_ag,
-                           r * (home + forced * u.remote_bytes) if top is not None else 0,
+            same_r.append((r * u.ags * u.crossbars_per_ag, summed if top is not None else 0,
                            floor_whole(instance, li, ui, ri), ui))
         kept: list[tuple[int, int, float, int]] = []
         for crossbars, memory, whole, ui in sorted(same_r):
@@ -103,7 +100,7 @@ def _options(instance: PlacementInstance, li: int) -> list[_Option]:
                 kept.append((crossbars, memory, whole, ui))
         for crossbars, memory, whole, ui in kept:
             w = np.array([period_ns(whole, int(s)) for s in sizes])[replica]
-            out.append(_Option(ui, ri, crossbars, memory, whole, k, w, replica))
+            out.append(_Option(ui, ri, crossbars, memory, k, w, replica))
     return out
 
 
@@ -145,25 +142,24 @@ def floor_bound(instance: PlacementInstance, cells: int, *, upper: float = math.
     return None if found is None else found[0]
 
 
-def floor_options(instance: PlacementInstance, cells: int, *, deadline: float | None = None,
-                  room: int | None = None) -> tuple[float, Picks] | None:
-    """An option set that fits the crossbars and its ``floor_latency`` (ns), from the
-    restricted diagram: of each group of children ``floor_bound`` would merge, only the
-    one that finishes first goes on; within ``room`` crossbars (default all, K C). None if
-    ``deadline`` passed first."""
+def floor_options(instance: PlacementInstance, cells: int, *,
+                  deadline: float | None = None) -> tuple[float, Picks] | None:
+    """An option set that fits and its ``floor_latency`` (ns), from the restricted
+    diagram: of each group of children ``floor_bound`` would merge, only the one that
+    finishes first goes on. None if ``deadline`` passed first."""
     options = _layer_options(instance)
     found = _diagram(instance, options, _nodes(instance, options, cells), math.inf, deadline,
-                     restricted=True, room=room)
+                     restricted=True)
     return None if found is None or found[1] is None else (found[0], found[1])
 
 
 def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
-             upper: float, deadline: float | None, restricted: bool, room: int | None = None,
+             upper: float, deadline: float | None, restricted: bool,
              by: str = "finish") -> tuple[float, Picks | None] | None:
     """The least finish over the last layer's nodes (at most ``nodes[l]`` kept after layer
     l), and (restricted) its option set."""
     layers = instance.layers
-    room = np.array([instance.cores * instance.crossbars_per_core if room is None else room,
+    room = np.array([instance.cores * instance.crossbars_per_core,
                      instance.cores * (instance.local_memory_bytes or 0)])
     if not all(options):
         return upper, None
@@ -200,22 +196,18 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
         if restricted:
             keep = _representatives(used, end, key, nodes[li])
             picked = np.column_stack([picked[parent[keep]], option[keep]])
-        else:  # merged, then the nodes that finish no earlier than upper dropped
-            merged_used, merged_end, done = _merge(used, end, key, parent, inherited, nodes[li])
-            if made is not None:
-                done[li] = _merge_made(used, key, made, nodes[li])
-            used, end = merged_used, merged_end
-            keep = np.flatnonzero(end < upper)
-            if not keep.size:
-                return upper, None
-            parent = inherited = None
-        resources, finish = used[keep], end[keep]
-        if restricted:
+            resources, finish = used[keep], end[keep]
             done = {p: a[parent[keep]] for p, a in inherited.items()}
             if made is not None:
                 done[li] = made[keep]
-        else:
-            done = {p: a[keep] for p, a in done.items()}
+            continue
+        # merged, then the nodes that finish no earlier than upper dropped
+        used, end, done = _merge(used, end, key, parent, inherited, made, li, nodes[li])
+        keep = np.flatnonzero(end < upper)
+        if not keep.size:
+            return upper, None
+        resources, finish = used[keep], end[keep]
+        done = {p: a[keep] for p, a in done.items()}
     best = int(np.argmin(finish))
     picks = tuple((options[li][oi].choice, options[li][oi].replication)
                   for li, oi in enumerate(picked[best])) if restricted else None
@@ -247,30 +239,28 @@ def _groups(used: np.ndarray, key: np.ndarray, nodes: int) -> tuple[np.ndarray, 
 
 
 def _merge(used: np.ndarray, finish: np.ndarray, key: np.ndarray, parent: np.ndarray,
-           inherited: dict[int, np.ndarray], nodes: int,
+           inherited: dict[int, np.ndarray], made: np.ndarray | None, li: int, nodes: int,
            ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
     """At most ``nodes`` nodes, each group of ``_groups`` keeping the least resources and
-    finish of its children and the least done times their parents pass on (``inherited``,
-    one row per parent: taken once per group and parent)."""
+    finish of its children, the least done times their parents pass on (``inherited``, one
+    row per parent: taken once per group and parent) and the least of their own (``made``,
+    layer ``li``'s, if a later layer reads them)."""
     if len(finish) <= nodes:
-        return used, finish, {p: a[parent] for p, a in inherited.items()}
+        done = {p: a[parent] for p, a in inherited.items()}
+        if made is not None:
+            done[li] = made
+        return used, finish, done
     order, starts = _groups(used, key, nodes)
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
     parents = max((len(a) for a in inherited.values()), default=1)
     pairs = np.unique(group * parents + parent[order])  # by group, then parent
     firsts = np.searchsorted(pairs // parents, np.arange(len(starts)))
+    done = {p: np.minimum.reduceat(a[pairs % parents], firsts, axis=0)
+            for p, a in inherited.items()}
+    if made is not None:
+        done[li] = np.minimum.reduceat(made[order], starts, axis=0)
     return (np.minimum.reduceat(used[order], starts, axis=0),
-            np.minimum.reduceat(finish[order], starts),
-            {p: np.minimum.reduceat(a[pairs % parents], firsts, axis=0)
-             for p, a in inherited.items()})
-
-
-def _merge_made(used: np.ndarray, key: np.ndarray, made: np.ndarray, nodes: int) -> np.ndarray:
-    """The layer's own done times, merged as ``_merge`` groups the children."""
-    if len(key) <= nodes:
-        return made
-    order, starts = _groups(used, key, nodes)
-    return np.minimum.reduceat(made[order], starts, axis=0)
+            np.minimum.reduceat(finish[order], starts), done)
 
 
 def _representatives(used: np.ndarray, finish: np.ndarray, key: np.ndarray,
@@ -301,11 +291,12 @@ class LeastFloor:
 def diagram_bound(instance: PlacementInstance, seconds: float, *,
                   upper: float = math.inf) -> LeastFloor:
     """For each of the ``BUDGETS`` in turn while ``seconds`` last (skipping one that keeps
-    no more nodes than the one before): the restricted diagram (up to ``PRIMAL_CELLS``: an
-    option set with a low floor, which lowers ``upper``), then ``floor_bound`` below the
-    better of ``upper`` (ns) and that set's floor, grouping by the ``KEYS`` in turn; the
-    best bound of those that finished. A budget is not tried when the one before it took
-    more than half the time left (each takes two to four times the one before)."""
+    no more nodes than the one before): the restricted diagram (up to ``PRIMAL_CELLS``, or
+    until it has found one: an option set with a low floor, which lowers ``upper``), then
+    ``floor_bound`` below the better of ``upper`` (ns) and that set's floor, grouping by the
+    ``KEYS`` in turn; the best bound of those that finished. A budget is not tried when the
+    one before it took more than half the time left (each takes two to four times the one
+    before)."""
     deadline = time.perf_counter() + seconds
     options = _layer_options(instance)
     best, largest, runs = 0.0, 0, 0

@@ -429,18 +429,23 @@ def _memory_cuts(model: IntModel, instance: PlacementInstance, z) -> None:
     top = instance.local_memory_bytes
     if top is None:
         return
-    K, C = instance.cores, instance.crossbars_per_core
-    summed = []
-    for (li, ui, ri), v in z.items():
-        layer = instance.layers[li]
-        u, r = layer.choices[ui], layer.replications[ri]
-        remote = _forced_remote(u, C) * r
-        summed.append(v * (r * instance.replica_bytes(li, ui) + remote * u.remote_bytes))
-    model.add(total(summed), hi=K * top, name="memory")
+    memory = {key: option_memory(instance, *key) for key in z}
+    model.add(total(v * memory[key][0] for key, v in z.items()), hi=instance.cores * top,
+              name="memory")
     for li, layer in enumerate(instance.layers):
-        model.add(total(v * (instance.replica_bytes(li, ui) * -(-layer.replications[ri] // K))
-                        for (a, ui, ri), v in z.items() if a == li), hi=top,
+        model.add(total(v * memory[key][1] for key, v in z.items() if key[0] == li), hi=top,
                   name=f"memory[{layer.name}]")
+
+
+def option_memory(instance: PlacementInstance, li: int, ui: int, ri: int) -> tuple[int, int]:
+    """Local memory option (u, r) of layer ``li`` needs in every placement: summed over the
+    cores (each home's buffers, and each AG no home can keep), and on the core holding the
+    most homes (ceil(r / K) of them)."""
+    layer = instance.layers[li]
+    u, r = layer.choices[ui], layer.replications[ri]
+    home = instance.replica_bytes(li, ui)
+    return (r * (home + _forced_remote(u, instance.crossbars_per_core) * u.remote_bytes),
+            home * -(-r // instance.cores))
 
 
 def _homes_per_core(instance: PlacementInstance, li: int, ui: int, ri: int,
