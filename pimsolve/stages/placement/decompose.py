@@ -29,7 +29,7 @@ from dataclasses import replace
 from pimsolve.solve.model import Progress, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
-from pimsolve.stages.placement.baselines import level_search, spread
+from pimsolve.stages.placement.baselines import even, level_search, spread
 from pimsolve.stages.placement.diagram import diagram_bound
 from pimsolve.stages.placement.evaluate import LayerCounts, predict
 from pimsolve.stages.placement.formulation import (
@@ -89,12 +89,14 @@ def _exclude(master: PlacementModel, picks: Picks, name: str) -> None:
 def _seed(instance: PlacementInstance, objective: str, picks: Picks,
           known: dict[Picks, list[LayerCounts]]) -> list[LayerCounts] | None:
     """The subproblem's hint: the best of a known placement, ``level_search`` (which is
-    ``pack``'s placement unless it finds a better one) and ``spread``."""
+    ``pack``'s placement unless it finds a better one), ``spread`` and, in LL, ``even``."""
     choices = [ui for ui, _ in picks]
     reps = [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
                                                                strict=True)]
     found = [c for c in (known.get(picks), level_search(instance, choices, reps, objective),
-                         spread(instance, choices, reps)) if c is not None]
+                         spread(instance, choices, reps),
+                         even(instance, choices, reps) if instance.mode == "ll" else None)
+             if c is not None]
     return min(found, key=lambda c: predict(instance, c).objective(objective), default=None)
 
 
@@ -107,7 +109,8 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     ``start`` (a known placement, e.g. the best baseline) is the first incumbent and the
     hint of its options' subproblem. In LL, for latency, the least floor of every option set
     (``diagram.diagram_bound``, a share of the time first) bounds the result from below with
-    the master's; with async communication, the option sets ``search.search_options``
+    the master's, and its restricted diagram's option set, placed, is an incumbent; with
+    async communication, the option sets ``search.search_options``
     finds from the best placement known once the first master's option set is seeded,
     placed, are incumbents too (after the master's bound and its seed, which need the time
     more).
@@ -293,8 +296,7 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
                  seconds: float) -> tuple[int, tuple[float, list[LayerCounts]] | None]:
     """LL latency: ``diagram_bound`` in ticks (a lower bound on every placement's latency),
     below ``upper`` (model units; a known placement's), and the placement (``_placed``) of
-    the option set its restricted diagram found (async communication only); time, budget
-    and bound go to ``stats``."""
+    the option set its restricted diagram found; time, budget and bound go to ``stats``."""
     scale = objective_scale("latency")
     t = time.perf_counter()
     found = diagram_bound(instance, seconds, upper=math.inf if upper is None else upper / scale)
@@ -302,9 +304,7 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
         found.bound_ns) else 0  # inf: no option set fits; the loop finds that out itself
     stats.update(diagram_s=time.perf_counter() - t, diagram_cells=float(found.cells),
                  diagram_bound=float(ticks))
-    # not with sync communication, where the floor ranks option sets poorly (as the search)
-    placed = (_placed(instance, "latency", found.picks, known)
-              if found.picks and not instance.sync else None)
+    placed = _placed(instance, "latency", found.picks, known) if found.picks else None
     return ticks, placed
 
 

@@ -395,7 +395,10 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
     no placement, for the decomposition's master: the home core of a replica runs its m
     windows' inputs in and outputs out, and between 1 (A in core mode) and
     min(A, C / X) of its AGs, the others' slices out and partial sums in; the least over
-    that number of the busiest resource (the sum, sync)."""
+    that number of the busiest resource (the sum, sync). And no less than the issue of the
+    core holding the most of the layer's A r AGs, ceil(A r / K) at least (A ceil(r / K) in
+    core mode), nor, with sync communication, than the layer's serial work on all cores
+    (each AG off its home sends and takes a slice and partial sums at both ends) over K."""
     issue = issue or (lambda u: u.issue_ns)
     link = link or (lambda nbytes: nbytes / instance.link_bytes_per_ns)
     layer = instance.layers[li]
@@ -411,6 +414,14 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
         if instance.sync:
             busy.append(busy[0] + busy[1] + busy[2])
         best = max(busy) if best is None else min(best, max(busy))
+    r, cores = layer.replications[ri], instance.cores
+    # some core holds ceil(A r / K) of the layer's AGs (whole replicas in core mode)
+    crowded = u.ags * -(-r // cores) if instance.computing_mode == "CM" else -(-u.ags * r // cores)
+    best = max(best, issue(u) * crowded)
+    if instance.sync:  # all the cores' serial work for the layer, K cores sharing it at best
+        away = r * (u.ags - most)  # AGs off their home, at least
+        best = max(best, (issue(u) * u.ags * r + 2 * (link(u.in_bytes) + link(u.out_bytes)) * away
+                          + (link(layer.input_bytes) + link(layer.store_bytes)) * r) / cores)
     return best * m
 
 

@@ -19,6 +19,7 @@ from pimsolve.stages.placement.baselines import (
     LEVEL_HOME_SHARE,
     check_counts,
     default_choices,
+    even,
     homes,
     level,
     level_search,
@@ -36,6 +37,7 @@ from pimsolve.stages.placement.instance import build_instance
 from pimsolve.stages.placement.reference import reference_mapping
 from pimsolve.target import load_target
 from tests.simulate.test_checks import tiny_cnn
+from tests.stages.placement.test_formulation import instance as tiny_instance
 
 
 def small_target(cores: int, crossbars: int, mode: str = "XBM"):
@@ -360,3 +362,63 @@ def test_level_search_shares_loads_where_global_memory_binds():
     assert predict(inst, leveled).time_ns < 0.96 * packed.time_ns
     shared = sum(int((c.rho > 1).sum()) for c in leveled)
     assert shared > sum(int((c.rho > 1).sum()) for c in pack(inst, choices, reps))
+
+
+# -- even (LL) ---------------------------------------------------------------------------
+
+@functools.cache
+def even_case(name: str):
+    """LL instances of the tiny CNN (3 layers, r <= 4 or 2) for ``even``."""
+    graph = load_onnx(tiny_cnn())
+    if name in ("xbm", "cm", "layers", "memory"):
+        target = small_target(4, 6, "CM" if name == "cm" else "XBM")
+        if name == "memory":  # 2 KiB a core: local memory turns some cores away
+            memory = target.core.local_memory.model_copy(update={"size_kib": 2})
+            target = target.model_copy(update={"core": target.core.model_copy(
+                update={"local_memory": memory})})
+        return build_instance(graph, lower(graph, target), target, "ll", max_replication=4,
+                              max_layers_per_core=1 if name == "layers" else None)
+    if name == "sync":
+        return tiny_instance(3, 4, "ll", communication="sync", issue_ns=1600)
+    return tiny_instance(3, 4, "ll", chips=2)
+
+
+@pytest.mark.parametrize("name", ["xbm", "cm", "layers", "memory", "sync", "chips"])
+def test_even_places_validly(name) -> None:
+    """40 random option sets that fit the crossbars in all: every placement ``even`` returns
+    is valid (all AGs, homes, crossbars, local memory, core mode, layers per core), and it
+    places most of them (at least half: a greedy may miss a tight packing)."""
+    inst = even_case(name)
+    rng = np.random.default_rng(0)
+    room = inst.cores * inst.crossbars_per_core
+    tried = placed = 0
+    while tried < 40:
+        choices = [int(rng.integers(len(layer.choices))) for layer in inst.layers]
+        reps = [int(rng.choice(layer.replications)) for layer in inst.layers]
+        if sum(r * layer.choices[u].ags * layer.choices[u].crossbars_per_ag for layer, u, r
+               in zip(inst.layers, choices, reps, strict=True)) > room:
+            continue
+        tried += 1
+        counts = even(inst, choices, reps)
+        if counts is not None:
+            placed += 1
+            assert check_counts(inst, counts) is None
+            assert [c.replication for c in counts] == reps
+    assert placed >= tried // 2
+
+
+def test_even_spreads_each_layer_on_puma() -> None:
+    """vgg8-28 on PUMA (LL; in-order issue and sync communication: a core's AGs of one layer
+    issue one after another), w0h0's options: ``level_search`` stacks up to 12 AGs of a layer
+    on a core (2473.1 us measured); ``even`` holds at most one more than the fewest any
+    placement can (ceil(A r / K)) and less than half that latency (790.7 us)."""
+    ins = inspect_model("vgg8-28", target="puma")
+    inst = build_instance(ins.graph, ins.workload, ins.target, "ll")
+    options = BASELINES["w0h0"](inst, "latency")
+    choices, reps = [c.choice for c in options], [c.replication for c in options]
+    spread_out = even(inst, choices, reps)
+    assert check_counts(inst, spread_out) is None
+    for layer, c in zip(inst.layers, spread_out, strict=True):
+        assert c.y.max() <= -(-layer.choices[c.choice].ags * c.replication // inst.cores) + 1
+    stacked = level_search(inst, choices, reps, "latency")
+    assert predict(inst, spread_out).time_ns < 0.5 * predict(inst, stacked).time_ns
