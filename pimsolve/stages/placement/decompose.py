@@ -29,7 +29,7 @@ from dataclasses import replace
 from pimsolve.solve.model import Progress, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
-from pimsolve.stages.placement.baselines import even, level_search, spread
+from pimsolve.stages.placement.baselines import even_search, level_search, spread
 from pimsolve.stages.placement.diagram import diagram_bound
 from pimsolve.stages.placement.evaluate import LayerCounts, predict
 from pimsolve.stages.placement.formulation import (
@@ -89,13 +89,13 @@ def _exclude(master: PlacementModel, picks: Picks, name: str) -> None:
 def _seed(instance: PlacementInstance, objective: str, picks: Picks,
           known: dict[Picks, list[LayerCounts]]) -> list[LayerCounts] | None:
     """The subproblem's hint: the best of a known placement, ``level_search`` (which is
-    ``pack``'s placement unless it finds a better one), ``spread`` and, in LL, ``even``."""
+    ``pack``'s placement unless it finds a better one), ``spread`` and, in LL, ``even_search``."""
     choices = [ui for ui, _ in picks]
     reps = [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
                                                                strict=True)]
     found = [c for c in (known.get(picks), level_search(instance, choices, reps, objective),
                          spread(instance, choices, reps),
-                         even(instance, choices, reps) if instance.mode == "ll" else None)
+                         even_search(instance, choices, reps) if instance.mode == "ll" else None)
              if c is not None]
     return min(found, key=lambda c: predict(instance, c).objective(objective), default=None)
 
