@@ -194,3 +194,18 @@ def test_decomposition_bound_keeps_the_least_floor():
     assert result.bound >= result.stats["diagram_bound"]
     assert result.bound <= min(_baseline_latencies(inst)) * scale + 1
     assert predict(inst, counts).latency_ns * scale >= result.bound - 1
+
+
+def test_decomposition_places_the_diagram_option_set_with_sync_communication():
+    """With sync communication too, the least floor's restricted option set is placed
+    (``_seed``, which tries ``even_search`` in LL) as an incumbent of the decomposition."""
+    inst = case("sync")
+    assert inst.sync
+    known = {}
+    ticks, placed = decompose._least_floor(inst, None, known, {}, 2.0)
+    found = diagram_bound(inst, 2.0)
+    assert ticks == math.floor(found.bound_ns * objective_scale("latency") - 1e-6)
+    assert placed is not None and list(known) == [found.picks]
+    value, counts = placed
+    assert decompose.picks_of(inst, counts) == found.picks
+    assert value >= predict(inst, counts).latency_ns * objective_scale("latency")
