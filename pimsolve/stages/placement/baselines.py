@@ -286,15 +286,15 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
     paces a layer (``evaluate.core_floors``) more than it must; None when they do not fit.
 
     Layers go in ``order`` (default: largest AG first, then most crossbars in all: the
-    hardest to pack first). Each replica's
-    home, then each further AG, goes to the fitting core where the layer's own busiest
-    resource (their sum with sync communication) grows least, then where all the layers'
-    busiest grows least, then where the most crossbars are left (so that the small AGs of
-    later layers still find room everywhere); a remote AG stays on its home's chip while that
-    has room, and charges its partial-sum traffic to both ends. Where :func:`spread` and
-    :func:`level` balance each core's total time, this balances each layer's, which is what
-    paces the LL pipeline: on PUMA (in-order issue), the restricted diagram's option set for
-    vgg8-28 places at 575.8 us here and at 1200.4 us by ``level_search``.
+    hardest to pack first). Each replica's home, then each further AG, goes to the fitting
+    core where the layer's own busiest resource (their sum with sync communication) grows
+    least, then where all the layers' busiest grows least, then where the most crossbars are
+    left (so that the small AGs of later layers still find room everywhere); a remote AG
+    stays on its home's chip while that has room, and charges its partial-sum traffic to
+    both ends. Where :func:`spread` and :func:`level` balance each core's total time, this
+    balances each layer's, which is what paces the LL pipeline: on PUMA (in-order issue),
+    the restricted diagram's option set for vgg8-28 places at 543.5 us here and at 1200.4 us
+    by ``level_search``.
     """
     n, k = len(instance.layers), instance.cores
     most, link = instance.max_layers_per_core, instance.link_bytes_per_ns
@@ -305,12 +305,6 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
     rho, ell = np.zeros_like(y), np.zeros_like(y)
     chip = np.arange(k) // instance.cores_per_chip
 
-    def busiest(parts: dict[str, np.ndarray]) -> np.ndarray:
-        worst = np.max(list(parts.values()), axis=0)
-        if instance.sync:
-            worst = np.maximum(worst, parts["issue"] + parts["net_in"] + parts["net_out"])
-        return worst
-
     def pick(layer: int, fits: np.ndarray, own: dict[str, np.ndarray],
              add: dict[str, np.ndarray], home: int | None = None,
              returns: dict[str, float] | None = None) -> int:
@@ -318,10 +312,11 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
         ``home`` takes on when the core is another (its partial sums)."""
         keys = []
         for parts in (load, own):
-            worst = busiest({name: v + add.get(name, 0.0) for name, v in parts.items()})
+            worst = _busiest(instance, {name: v + add.get(name, 0.0)
+                                        for name, v in parts.items()})
             if home is not None:
-                back = busiest({name: v[home:home + 1] + returns.get(name, 0.0)
-                                for name, v in parts.items()})
+                back = _busiest(instance, {name: v[home:home + 1] + returns.get(name, 0.0)
+                                           for name, v in parts.items()})
                 worst = np.where(np.arange(k) == home, worst, np.maximum(worst, back))
             keys.append(worst)
         if most is not None:  # few layers a core: a layer opens a new core only when full
