@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pimsolve.stages.placement.evaluate import (
+    PERIOD_NS,
     floor_whole,
     period_ns,
     replica_bounds,
@@ -46,7 +47,7 @@ BUDGETS = (500_000, 2_000_000, 8_000_000, 32_000_000)
 turn by ``diagram_bound`` while its time lasts (each a valid bound). A budget, not a node
 count, so that layers with few windows or options keep more nodes for the same work:
 resnet18-28/isaac LL, 351.0 us in 1.0 s with 2 M cells, where 256 nodes a layer gave 317.6 us
-in 1.1 s and 1024 nodes 343.3 us in 5.1 s."""
+in 1.1 s and 1024 nodes 343.3 us in 5.1 s (float64 times, before the integer ticks)."""
 KEYS = ("finish", "middle")
 """What orders children of equal crossbars into groups, by budget in turn: vgg8-28/isaac LL,
 by 'finish' 243.4 us at every node count from 1024 to 65,536 a layer; by 'middle' 258.1 us
@@ -56,7 +57,8 @@ PRIMAL_CELLS = 2_000_000
 MIN_NODES = 16
 """Nodes a layer keeps whatever the budget (resnet34 at 224x224: 12,544 windows a layer)."""
 MAX_CELLS = 50_000_000
-"""At most this many window times (400 MB) a layer's nodes or their children hold."""
+"""At most this many window times (200 MB in int32 ticks) a layer's nodes or their children
+hold."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class _Option:
     """Local memory its replicas need in all, at least (the master's memory cut)."""
     k: np.ndarray
     w: np.ndarray
+    """Per window, its replica's period in ticks of ``PERIOD_NS`` (exact: the periods are
+    rounded up to a tick)."""
     replica: np.ndarray
 
 
@@ -99,18 +103,18 @@ def _options(instance: PlacementInstance, li: int) -> list[_Option]:
             if all(memory < m or whole < w for _, m, w, _ in kept):
                 kept.append((crossbars, memory, whole, ui))
         for crossbars, memory, whole, ui in kept:
-            w = np.array([period_ns(whole, int(s)) for s in sizes])[replica]
+            w = np.array([round(period_ns(whole, int(s)) / PERIOD_NS) for s in sizes])[replica]
             out.append(_Option(ui, ri, crossbars, memory, k, w, replica))
     return out
 
 
 def _ready(instance: PlacementInstance, li: int, done: dict[int, np.ndarray],
-           nodes: int) -> np.ndarray:
+           nodes: int, dtype: type) -> np.ndarray:
     """ready(a) of every window of layer ``li`` in each node: the latest producer window it
     reads (``Edge.reads``; a Gemm's prefix through its running max, which is the latest
     window of each producer replica when the replicas make theirs in order)."""
     windows = instance.layers[li].windows
-    ready = np.zeros((nodes, windows))
+    ready = np.zeros((nodes, windows), dtype=dtype)
     for e in instance.edges:
         if e.consumer != li:
             continue
@@ -120,8 +124,7 @@ def _ready(instance: PlacementInstance, li: int, done: dict[int, np.ndarray],
             ready = np.maximum(ready, np.maximum.accumulate(made, axis=1)[:, last])
             continue
         for column in e.reads.T:
-            ready = np.maximum(ready, np.where(column >= 0, made[:, np.maximum(column, 0)],
-                                               0.0))
+            ready = np.maximum(ready, np.where(column >= 0, made[:, np.maximum(column, 0)], 0))
     return ready
 
 
@@ -156,8 +159,11 @@ def floor_options(instance: PlacementInstance, cells: int, *,
 def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
              upper: float, deadline: float | None, restricted: bool,
              by: str = "finish") -> tuple[float, Picks | None] | None:
-    """The least finish over the last layer's nodes (at most ``nodes[l]`` kept after layer
-    l), and (restricted) its option set."""
+    """The least finish (ns) over the last layer's nodes (at most ``nodes[l]`` kept after
+    layer l), and (restricted) its option set. Times are integer ticks of ``PERIOD_NS``
+    (every period is a whole number of them, so the sums and maxima are exact), in int32
+    where the longest pipeline fits: a third to a quarter of float64's time, most of it in
+    ``_merge``'s reductions."""
     layers = instance.layers
     room = np.array([instance.cores * instance.crossbars_per_core,
                      instance.cores * (instance.local_memory_bytes or 0)])
@@ -169,12 +175,15 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     last_read: dict[int, int] = {}  # the last layer that reads each producer
     for e in instance.edges:
         last_read[e.producer] = max(last_read.get(e.producer, -1), e.consumer)
+    longest = sum(max(int(o.w.max()) * (int(o.k.max()) + 1) for o in opts) for opts in options)
+    dtype = np.int32 if longest < np.iinfo(np.int32).max else np.int64
+    below = upper / PERIOD_NS  # upper in ticks
     # per node: crossbars and memory used (the least of its prefixes), the latest finish
-    resources, finish = np.zeros((1, 2), dtype=np.int64), np.zeros(1)
+    resources, finish = np.zeros((1, 2), dtype=np.int64), np.zeros(1, dtype=dtype)
     picked = np.zeros((1, 0), dtype=np.int64)  # restricted: each node's option per layer
     done: dict[int, np.ndarray] = {}
     for li, layer in enumerate(layers):
-        ready = _ready(instance, li, done, len(finish))
+        ready = _ready(instance, li, done, len(finish), dtype)
         kids = []
         for oi, o in enumerate(options[li]):
             if deadline is not None and time.perf_counter() > deadline:
@@ -182,8 +191,8 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
             used = resources + (o.crossbars, o.memory)
             fits = np.flatnonzero((used + after[li] <= room).all(axis=1))
             if fits.size:
-                times = replica_done(ready[fits], o.k, o.w, o.replica)
-                end = np.maximum(finish[fits], times.max(axis=1, initial=0.0))
+                times = replica_done(ready[fits], o.k, o.w, o.replica).astype(dtype)
+                end = np.maximum(finish[fits], times.max(axis=1, initial=0))
                 key = end if by == "finish" else times[:, layer.windows // 2]
                 kids.append((used[fits], end, fits, times, np.full(fits.size, oi), key))
         if not kids:
@@ -203,7 +212,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
             continue
         # merged, then the nodes that finish no earlier than upper dropped
         used, end, done = _merge(used, end, key, parent, inherited, made, li, nodes[li])
-        keep = np.flatnonzero(end < upper)
+        keep = np.flatnonzero(end < below)
         if not keep.size:
             return upper, None
         resources, finish = used[keep], end[keep]
@@ -211,7 +220,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     best = int(np.argmin(finish))
     picks = tuple((options[li][oi].choice, options[li][oi].replication)
                   for li, oi in enumerate(picked[best])) if restricted else None
-    return float(finish[best]), picks
+    return float(finish[best]) * PERIOD_NS, picks
 
 
 def _layer_options(instance: PlacementInstance) -> list[list[_Option]]:

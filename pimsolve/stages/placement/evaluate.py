@@ -325,7 +325,7 @@ def replica_done(ready: np.ndarray, k: np.ndarray, w: np.ndarray,
     row per pipeline when it has two). Unrolled: (k + 1) w + the running max of ready - k w
     within each replica (an offset per replica keeps the running max from crossing)."""
     x = ready - k * w
-    step = float(x.max() - x.min()) + 1.0 if x.size else 1.0
+    step = x.max() - x.min() + 1 if x.size else 1  # integer for integer times (exact)
     return (k + 1) * w + np.maximum.accumulate(x + replica * step, axis=-1) - replica * step
 
 
