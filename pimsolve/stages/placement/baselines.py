@@ -327,17 +327,17 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
     for i in order if order is not None else _even_order(instance, choices, reps):
         layer = instance.layers[i]
         u, m = layer.choices[choices[i]], layer.windows_per_replica(reps[i])
-        x, whole = u.crossbars_per_ag, instance.replica_bytes(i, choices[i])
+        x, home_bytes = u.crossbars_per_ag, instance.replica_bytes(i, choices[i])
+        need = u.ags if instance.computing_mode == "CM" else 1  # AGs a home keeps at least
         own = {name: np.zeros(k) for name in ("issue", "net_in", "net_out")}
         send, back = m * u.in_bytes / link, m * u.out_bytes / link
-        home_add = {"issue": m * u.issue_ns * (u.ags if instance.computing_mode == "CM" else 1),
+        home_add = {"issue": m * u.issue_ns * need,
                     "vfu": m * u.home_vfu_ns, "local": m * u.home_local_ns,
                     "net_in": m * layer.input_bytes / link, "net_out": m * layer.store_bytes / link}
         for _ in range(reps[i]):
             ok = np.ones(k, dtype=bool) if most is None else (y[i] > 0) | (
                 (y > 0).sum(axis=0) < most)
-            need = u.ags if instance.computing_mode == "CM" else 1
-            fits = ok & (free >= need * x) & (mem >= whole)
+            fits = ok & (free >= need * x) & (mem >= home_bytes)
             if not fits.any():
                 return None
             home = pick(i, fits, own, {name: np.full(k, v) for name, v in home_add.items()})
@@ -345,11 +345,10 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
                 load[name][home] += v
                 if name in own:
                     own[name][home] += v
-            y[i, home] += need
-            ell[i, home] += need
+            for _ in range(need):
+                _place_on(y, ell, free, i, home, home, x)
             rho[i, home] += 1
-            free[home] -= need * x
-            mem[home] -= whole
+            mem[home] -= home_bytes
             away = chip != chip[home]
             for _ in range(u.ags - need):
                 fits = ok & (free >= x) & (mem >= u.remote_bytes)
@@ -365,7 +364,6 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
                 if at == home:
                     load["issue"][home] += m * u.issue_ns
                     own["issue"][home] += m * u.issue_ns
-                    ell[i, home] += 1
                 else:
                     for where, what in ((at, {"issue": m * u.issue_ns, "net_in": send,
                                               "net_out": back}),
@@ -374,8 +372,7 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
                             load[name][where] += v
                             own[name][where] += v
                     mem[at] -= u.remote_bytes
-                y[i, at] += 1
-                free[at] -= x
+                _place_on(y, ell, free, i, at, home, x)
     return [LayerCounts(ui, r, y[i], rho[i], ell[i])
             for i, (ui, r) in enumerate(zip(choices, reps, strict=True))]
 

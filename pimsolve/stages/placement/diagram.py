@@ -162,8 +162,8 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     """The least finish (ns) over the last layer's nodes (at most ``nodes[l]`` kept after
     layer l), and (restricted) its option set. Times are integer ticks of ``PERIOD_NS``
     (every period is a whole number of them, so the sums and maxima are exact), in int32
-    where the longest pipeline fits: a third to a quarter of float64's time, most of it in
-    ``_merge``'s reductions."""
+    where the longest pipeline fits: ``_merge``'s reductions, most of the time, take a third
+    to a quarter of float64's, the whole diagram two thirds."""
     layers = instance.layers
     room = np.array([instance.cores * instance.crossbars_per_core,
                      instance.cores * (instance.local_memory_bytes or 0)])
