@@ -144,7 +144,11 @@ class PlacementSettings:
     relative_gap: float = 1e-3
     """Exact engines stop once the proven relative gap is at most this."""
     seed: int = 0
-    workers: int = 1
+    workers: int = 2
+    """Search workers of the exact engines. CP-SAT interleaves them deterministically
+    (``interleave_search``), so results stay reproducible; with two, its LNS workers run
+    beside the search (resnet18-28/isaac HT, 10 s: gap 6.49% with one, 3.79% with two;
+    the other eleven 28x28 rows unchanged)."""
     export_model: Path | None = None
     """Write the exact model here (.mps, .lp or .pb.txt)."""
     unfoldings: str = "all"

@@ -154,6 +154,9 @@ def map_cmd(
         help="Exact engines stop once the proven relative gap is at most this (0: prove "
         "optimality).")] = 1e-3,
     seed: Annotated[int, typer.Option(help="Random seed of the solver or GA.")] = 0,
+    workers: Annotated[int, typer.Option(
+        help="Search workers of the exact engines (CP-SAT interleaves them "
+        "deterministically: the same result run after run).")] = 2,
     export_model: Annotated[Path | None, typer.Option(
         "--export-model", help="Write the exact model (.mps, .lp or .pb.txt): the full "
         "formulation, which the engines solve by decomposition.")] = None,
@@ -185,9 +188,11 @@ def map_cmd(
         raise PimsolveInputError(f"--time-limit must be positive, not {time_limit}")
     if not 0 <= gap < 1:
         raise PimsolveInputError(f"--gap must be in [0, 1), not {gap}")
+    if workers < 1:
+        raise PimsolveInputError(f"--workers must be at least 1, not {workers}")
     shapes = dict(parse_input_shape(text) for text in input_shape or [])
     settings = PlacementSettings(engine=engine, time_limit_s=time_limit, relative_gap=gap,
-                                 seed=seed,
+                                 seed=seed, workers=workers,
                                  export_model=export_model, unfoldings=unfoldings,
                                  max_layers_per_core=max_layers_per_core,
                                  progress=None if as_json else _progress_line)

@@ -139,12 +139,14 @@ def test_map_refuses_to_export_a_full_ll_model_too_large(capsys, tmp_path: Path,
     assert not path.exists()
 
 
-def test_map_rejects_a_bad_engine_and_time_limit(capsys, model_file: Path) -> None:
+def test_map_rejects_a_bad_engine_time_limit_and_workers(capsys, model_file: Path) -> None:
     code, _, err = run(capsys, "map", str(model_file), "--target", "arch-c", "--engine", "sa")
     assert code == 2 and "unknown engine" in err and len(err.strip().splitlines()) == 1
     code, _, err = run(capsys, "map", str(model_file), "--target", "arch-c", "--time-limit",
                        "0")
     assert code == 2 and "--time-limit" in err
+    code, _, err = run(capsys, "map", str(model_file), "--target", "arch-c", "--workers", "0")
+    assert code == 2 and "--workers" in err and len(err.strip().splitlines()) == 1
 
 
 def test_map_ll_order_picks_the_codegen_order(capsys, tmp_path: Path, model_file: Path) -> None:
