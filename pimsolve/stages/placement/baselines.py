@@ -281,7 +281,8 @@ def _even_order(instance: PlacementInstance, choices: Sequence[int],
 
 
 def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int],
-         order: Sequence[int] | None = None) -> list[LayerCounts] | None:
+         order: Sequence[int] | None = None, homes_first: bool = False,
+         ) -> list[LayerCounts] | None:
     """LL: every layer's replicas spread over as many cores as they can use, so that no core
     paces a layer (``evaluate.core_floors``) more than it must; None when they do not fit.
 
@@ -295,6 +296,12 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
     balances each layer's, which is what paces the LL pipeline: on PUMA (in-order issue),
     the restricted diagram's option set for vgg8-28 places at 543.5 us here and at 1200.4 us
     by ``level_search``.
+
+    With ``homes_first``, every replica's home (and the AGs it must keep) is placed before
+    any further AG, largest local memory first: where the homes' buffers and the crossbars
+    are both nearly full (224x224 inputs on ISAAC: homes of 12 to 36 KB in 60.5 KB cores,
+    99.8% of the crossbars), placing homes between the AGs leaves no core with room for
+    the last ones.
     """
     n, k = len(instance.layers), instance.cores
     most, link = instance.max_layers_per_core, instance.link_bytes_per_ns
@@ -304,14 +311,14 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
     y = np.zeros((n, k), dtype=np.int64)
     rho, ell = np.zeros_like(y), np.zeros_like(y)
     chip = np.arange(k) // instance.cores_per_chip
+    own = [{name: np.zeros(k) for name in ("issue", "net_in", "net_out")} for _ in range(n)]
 
-    def pick(layer: int, fits: np.ndarray, own: dict[str, np.ndarray],
-             add: dict[str, np.ndarray], home: int | None = None,
+    def pick(layer: int, fits: np.ndarray, add: dict[str, np.ndarray], home: int | None = None,
              returns: dict[str, float] | None = None) -> int:
         """The best fitting core for what ``add`` puts on each core; ``returns``: what the
         ``home`` takes on when the core is another (its partial sums)."""
         keys = []
-        for parts in (load, own):
+        for parts in (load, own[layer]):
             worst = _busiest(instance, {name: v + add.get(name, 0.0)
                                         for name, v in parts.items()})
             if home is not None:
@@ -324,55 +331,91 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
         ranked = np.lexsort((-free, *keys))
         return int(ranked[np.argmax(fits[ranked])])
 
-    for i in order if order is not None else _even_order(instance, choices, reps):
+    def allowed(i: int) -> np.ndarray:
+        return np.ones(k, dtype=bool) if most is None else (y[i] > 0) | (
+            (y > 0).sum(axis=0) < most)
+
+    def kept(i: int) -> int:
+        """AGs a home keeps at least: all of them in core mode."""
+        return instance.layers[i].choices[choices[i]].ags if instance.computing_mode == "CM" \
+            else 1
+
+    def place_home(i: int) -> int | None:
         layer = instance.layers[i]
         u, m = layer.choices[choices[i]], layer.windows_per_replica(reps[i])
-        x, home_bytes = u.crossbars_per_ag, instance.replica_bytes(i, choices[i])
-        need = u.ags if instance.computing_mode == "CM" else 1  # AGs a home keeps at least
-        own = {name: np.zeros(k) for name in ("issue", "net_in", "net_out")}
-        send, back = m * u.in_bytes / link, m * u.out_bytes / link
-        home_add = {"issue": m * u.issue_ns * need,
+        home_bytes = instance.replica_bytes(i, choices[i])
+        home_add = {"issue": m * u.issue_ns * kept(i),
                     "vfu": m * u.home_vfu_ns, "local": m * u.home_local_ns,
                     "net_in": m * layer.input_bytes / link, "net_out": m * layer.store_bytes / link}
-        for _ in range(reps[i]):
-            ok = np.ones(k, dtype=bool) if most is None else (y[i] > 0) | (
-                (y > 0).sum(axis=0) < most)
-            fits = ok & (free >= need * x) & (mem >= home_bytes)
+        fits = allowed(i) & (free >= kept(i) * u.crossbars_per_ag) & (mem >= home_bytes)
+        if not fits.any():
+            return None
+        home = pick(i, fits, {name: np.full(k, v) for name, v in home_add.items()})
+        for name, v in home_add.items():
+            load[name][home] += v
+            if name in own[i]:
+                own[i][name][home] += v
+        for _ in range(kept(i)):
+            _place_on(y, ell, free, i, home, home, u.crossbars_per_ag)
+        rho[i, home] += 1
+        mem[home] -= home_bytes
+        return home
+
+    def place_rest(i: int, home: int) -> bool:
+        """The AGs the replica homed on ``home`` does not keep there already (with
+        ``homes_first``, at home while it has crossbars: an AG elsewhere takes local memory
+        the homes need)."""
+        layer = instance.layers[i]
+        u, m = layer.choices[choices[i]], layer.windows_per_replica(reps[i])
+        x, ok = u.crossbars_per_ag, allowed(i)
+        send, back = m * u.in_bytes / link, m * u.out_bytes / link
+        away = chip != chip[home]
+        for _ in range(u.ags - kept(i)):
+            fits = ok & (free >= x) & (mem >= u.remote_bytes)
+            fits[home] = ok[home] and free[home] >= x
+            if (fits & ~away).any():  # off its chip only when its chip is full
+                fits &= ~away
+            if homes_first and fits[home]:
+                fits[:] = False
+                fits[home] = True
             if not fits.any():
+                return False
+            add = {"issue": np.full(k, m * u.issue_ns), "net_in": np.full(k, send),
+                   "net_out": np.full(k, back)}
+            add["net_in"][home] = add["net_out"][home] = 0.0
+            at = pick(i, fits, add, home, {"net_in": back, "net_out": send})
+            if at == home:
+                load["issue"][home] += m * u.issue_ns
+                own[i]["issue"][home] += m * u.issue_ns
+            else:
+                for where, what in ((at, {"issue": m * u.issue_ns, "net_in": send,
+                                          "net_out": back}),
+                                    (home, {"net_in": back, "net_out": send})):
+                    for name, v in what.items():
+                        load[name][where] += v
+                        own[i][name][where] += v
+                mem[at] -= u.remote_bytes
+            _place_on(y, ell, free, i, at, home, x)
+        return True
+
+    layers = list(order if order is not None else _even_order(instance, choices, reps))
+    if homes_first:
+        rank = {i: j for j, i in enumerate(layers)}
+        homes: dict[int, list[int]] = {i: [] for i in layers}
+        for i in sorted((i for i in layers for _ in range(reps[i])),
+                        key=lambda i: (-instance.replica_bytes(i, choices[i]), rank[i])):
+            home = place_home(i)
+            if home is None:
                 return None
-            home = pick(i, fits, own, {name: np.full(k, v) for name, v in home_add.items()})
-            for name, v in home_add.items():
-                load[name][home] += v
-                if name in own:
-                    own[name][home] += v
-            for _ in range(need):
-                _place_on(y, ell, free, i, home, home, x)
-            rho[i, home] += 1
-            mem[home] -= home_bytes
-            away = chip != chip[home]
-            for _ in range(u.ags - need):
-                fits = ok & (free >= x) & (mem >= u.remote_bytes)
-                fits[home] = ok[home] and free[home] >= x
-                if (fits & ~away).any():  # off its chip only when its chip is full
-                    fits &= ~away
-                if not fits.any():
+            homes[i].append(home)
+        if not all(place_rest(i, home) for i in layers for home in homes[i]):
+            return None
+    else:
+        for i in layers:
+            for _ in range(reps[i]):
+                home = place_home(i)
+                if home is None or not place_rest(i, home):
                     return None
-                add = {"issue": np.full(k, m * u.issue_ns), "net_in": np.full(k, send),
-                       "net_out": np.full(k, back)}
-                add["net_in"][home] = add["net_out"][home] = 0.0
-                at = pick(i, fits, own, add, home, {"net_in": back, "net_out": send})
-                if at == home:
-                    load["issue"][home] += m * u.issue_ns
-                    own["issue"][home] += m * u.issue_ns
-                else:
-                    for where, what in ((at, {"issue": m * u.issue_ns, "net_in": send,
-                                              "net_out": back}),
-                                        (home, {"net_in": back, "net_out": send})):
-                        for name, v in what.items():
-                            load[name][where] += v
-                            own[name][where] += v
-                    mem[at] -= u.remote_bytes
-                _place_on(y, ell, free, i, at, home, x)
     return [LayerCounts(ui, r, y[i], rho[i], ell[i])
             for i, (ui, r) in enumerate(zip(choices, reps, strict=True))]
 
@@ -383,34 +426,33 @@ EVEN_TRIES = 8
 
 def even_search(instance: PlacementInstance, choices: Sequence[int],
                 reps: Sequence[int]) -> list[LayerCounts] | None:
-    """LL: the best (by ``predict``) of :func:`even` placements, the layer whose D_l
-    (``evaluate.whole_ns``) is furthest above its option's floor moved to the front of the
-    order each time (placed first, it takes the cores it needs before the others fill
-    them), until that layer is at its floor or in front already, or ``EVEN_TRIES`` ends.
-    vgg8-28 on PUMA, the restricted diagram's option set (floor 446.8 us): 543.5 us in
-    the default order; Conv_1, then Conv_3 first, 496.9 us."""
+    """LL: the best (by ``predict``) of :func:`even` placements, homes among the AGs and
+    homes first, in each the layer whose D_l (``evaluate.whole_ns``) is furthest above its
+    option's floor moved to the front of the order each time (placed first, it takes the
+    cores it needs before the others fill them), until that layer is at its floor or in
+    front already, or ``EVEN_TRIES`` ends. vgg8-28 on PUMA, the restricted diagram's option
+    set (floor 446.8 us): 543.5 us in the default order; Conv_1, then Conv_3 first,
+    496.9 us."""
     n = len(instance.layers)
-    order = None
-    best = even(instance, choices, reps)
-    if best is None:
-        return None
-    value = predict(instance, best).time_ns
     floor = [floor_whole(instance, i, choices[i], instance.layers[i].replications.index(r))
              for i, r in enumerate(reps)]
-    current = best
-    for _ in range(EVEN_TRIES):
-        whole = whole_ns(instance, current)
-        worst = max(range(n), key=lambda i: whole[i] - floor[i])
-        if whole[worst] <= floor[worst] * (1 + 1e-9) or order and order[0] == worst:
-            break
-        order = [worst, *(i for i in (order or _even_order(instance, choices, reps))
-                          if i != worst)]
-        current = even(instance, choices, reps, order)
-        if current is None:
-            break
-        v = predict(instance, current).time_ns
-        if v < value:
-            best, value = current, v
+    best, value = None, math.inf
+    for homes_first in (False, True):
+        order = None
+        current = even(instance, choices, reps, homes_first=homes_first)
+        for _ in range(EVEN_TRIES):
+            if current is None:
+                break
+            v = predict(instance, current).time_ns
+            if v < value:
+                best, value = current, v
+            whole = whole_ns(instance, current)
+            worst = max(range(n), key=lambda i: whole[i] - floor[i])
+            if whole[worst] <= floor[worst] * (1 + 1e-9) or order and order[0] == worst:
+                break
+            order = [worst, *(i for i in (order or _even_order(instance, choices, reps))
+                              if i != worst)]
+            current = even(instance, choices, reps, order, homes_first)
     return best
 
 
