@@ -30,7 +30,7 @@ from pimsolve.solve.model import Progress, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
 from pimsolve.stages.placement.baselines import even_search, level_search, spread
-from pimsolve.stages.placement.diagram import diagram_bound
+from pimsolve.stages.placement.diagram import diagram_bound, floor_options
 from pimsolve.stages.placement.evaluate import LayerCounts, predict
 from pimsolve.stages.placement.formulation import (
     PlacementModel,
@@ -56,6 +56,16 @@ the first master (DIAGRAM_S without a limit). With 0.4, 10 s, resnet18-28/isaac 
 7.89% and resnet18-28/puma 9.55%; with 0.6, 6.40% and 9.16% (a larger budget finishes), and
 the four other 28x28 LL rows and resnet34, googlenet on ISAAC at 224x224 were no worse."""
 DIAGRAM_S = 5.0
+ROOM_SHARES = (0.95, 0.9, 0.85, 0.8)
+"""LL latency: when no greedy placement fits the restricted diagram's option set (its
+homes' local memory and its crossbars packed together), the restricted diagram again with
+the option sets held to these shares of the crossbars and of the local memory, in turn,
+until one places (224x224, 10 s: googlenet/isaac at 0.9, resnet34/arch-c at 0.85)."""
+ROOM_CELLS = 500_000
+"""The restricted diagram's budget for those (resnet34, googlenet at 224x224: 0.1 to 0.5 s
+a share)."""
+ROOM_TIME = 0.5
+"""Of the least floor's time, what those may take at most, after it."""
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
@@ -298,7 +308,9 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
                  seconds: float) -> tuple[int, tuple[float, list[LayerCounts]] | None]:
     """LL latency: ``diagram_bound`` in ticks (a lower bound on every placement's latency),
     below ``upper`` (model units; a known placement's), and the placement (``_placed``) of
-    the option set its restricted diagram found; time, budget and bound go to ``stats``."""
+    the option set its restricted diagram found (or, where none fits it, of the first set
+    that places of the restricted diagrams within ``ROOM_SHARES``); time, budget and bound
+    go to ``stats``."""
     scale = objective_scale("latency")
     t = time.perf_counter()
     found = diagram_bound(instance, seconds, upper=math.inf if upper is None else upper / scale)
@@ -307,6 +319,17 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
     stats.update(diagram_s=time.perf_counter() - t, diagram_cells=float(found.cells),
                  diagram_bound=float(ticks))
     placed = _placed(instance, "latency", found.picks, known) if found.picks else None
+    if placed is None:
+        deadline = time.perf_counter() + ROOM_TIME * seconds
+        tried = {found.picks}
+        for share in ROOM_SHARES:
+            roomy = floor_options(instance, ROOM_CELLS, deadline=deadline, share=share)
+            if roomy is None or roomy[1] in tried:
+                continue
+            tried.add(roomy[1])
+            if (placed := _placed(instance, "latency", roomy[1], known)) is not None:
+                stats["room_share"] = share
+                break
     return ticks, placed
 
 

@@ -146,27 +146,31 @@ def floor_bound(instance: PlacementInstance, cells: int, *, upper: float = math.
 
 
 def floor_options(instance: PlacementInstance, cells: int, *,
-                  deadline: float | None = None) -> tuple[float, Picks] | None:
-    """An option set that fits and its ``floor_latency`` (ns), from the restricted
-    diagram: of each group of children ``floor_bound`` would merge, only the one that
-    finishes first goes on. None if ``deadline`` passed first."""
+                  deadline: float | None = None, share: float = 1.0,
+                  ) -> tuple[float, Picks] | None:
+    """An option set that fits (in ``share`` of the crossbars and of the local memory) and
+    its ``floor_latency`` (ns), from the restricted diagram: of each group of children
+    ``floor_bound`` would merge, only the one that finishes first goes on. None if
+    ``deadline`` passed first or no option set fits."""
     options = _layer_options(instance)
     found = _diagram(instance, options, _nodes(instance, options, cells), math.inf, deadline,
-                     restricted=True)
+                     restricted=True, share=share)
     return None if found is None or found[1] is None else (found[0], found[1])
 
 
 def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
              upper: float, deadline: float | None, restricted: bool,
-             by: str = "finish") -> tuple[float, Picks | None] | None:
+             by: str = "finish", share: float = 1.0) -> tuple[float, Picks | None] | None:
     """The least finish (ns) over the last layer's nodes (at most ``nodes[l]`` kept after
-    layer l), and (restricted) its option set. Times are integer ticks of ``PERIOD_NS``
+    layer l), and (restricted) its option set; the option sets use at most ``share`` of
+    the crossbars and of the local memory. Times are integer ticks of ``PERIOD_NS``
     (every period is a whole number of them, so the sums and maxima are exact), in int32
     where the longest pipeline fits: ``_merge``'s reductions, most of the time, take a third
     to a quarter of float64's, the whole diagram two thirds."""
     layers = instance.layers
     room = np.array([instance.cores * instance.crossbars_per_core,
                      instance.cores * (instance.local_memory_bytes or 0)])
+    room = (room * share).astype(np.int64)
     if not all(options):
         return upper, None
     least = np.array([[min(o.crossbars for o in opts), min(o.memory for o in opts)]

@@ -78,10 +78,11 @@ def _crossbars(inst, picks) -> int:
                * inst.layers[li].choices[ui].crossbars_per_ag for li, (ui, ri) in enumerate(picks))
 
 
-def _fits(inst, picks) -> bool:
+def _fits(inst, picks, share: float = 1.0) -> bool:
     """The master's crossbar and local-memory cuts (summed over the cores, and on the core
-    holding the most homes of a layer), which every placement meets."""
-    if _crossbars(inst, picks) > inst.cores * inst.crossbars_per_core:
+    holding the most homes of a layer), which every placement meets; the summed ones
+    within ``share`` of the cores."""
+    if _crossbars(inst, picks) > int(share * inst.cores * inst.crossbars_per_core):
         return False
     top = inst.local_memory_bytes
     if top is None:
@@ -94,7 +95,7 @@ def _fits(inst, picks) -> bool:
             return False
         forced = max(0, u.ags - inst.crossbars_per_core // u.crossbars_per_ag)
         total += r * (home + forced * u.remote_bytes)
-    return total <= inst.cores * top
+    return total <= int(share * inst.cores * top)
 
 
 def _floor(inst, picks) -> float:
@@ -152,6 +153,49 @@ def test_merged_diagram_stays_below_the_least_floor(name, cells, upper, by):
     assert value >= least - 1e-6
     assert _floor(inst, picks) == pytest.approx(value, abs=1e-6)
     assert _fits(inst, picks)
+
+
+@pytest.mark.parametrize("share", [0.9, 0.7])
+@pytest.mark.parametrize("name", CASES)
+def test_unmerged_restricted_diagram_within_a_share_is_the_least_floor_there(name, share):
+    """Held to a share of the crossbars and of the local memory, the unmerged restricted
+    diagram gives the least floor of the option sets within that share (brute force), or
+    nothing when none is."""
+    inst = case(name)
+    per_layer = [[(ui, ri) for ui in range(len(layer.choices))
+                  for ri in range(len(layer.replications))] for layer in inst.layers]
+    within = [_floor(inst, picks) for picks in itertools.product(*per_layer)
+              if _fits(inst, picks, share)]
+    found = floor_options(inst, 10**9, share=share)
+    if not within:
+        assert found is None
+        return
+    value, picks = found
+    assert value == pytest.approx(min(within), abs=1e-6)
+    assert _fits(inst, picks, share) and _floor(inst, picks) == pytest.approx(value, abs=1e-6)
+
+
+def test_least_floor_places_a_roomier_option_set_when_the_best_does_not(monkeypatch):
+    """When no greedy placement fits the restricted diagram's option set (here: refused),
+    the restricted diagram runs again within each of ``ROOM_SHARES`` in turn, and the
+    first new set that places is the incumbent: within that share of the crossbars and of
+    the local memory."""
+    inst = case("memory")  # its best set uses all the local memory, 0.95 of it leaves one
+    real, offered = decompose._placed, []
+
+    def placed(instance, objective, picks, known):
+        offered.append(picks)
+        return None if len(offered) == 1 else real(instance, objective, picks, known)
+
+    monkeypatch.setattr(decompose, "_placed", placed)
+    stats: dict[str, float] = {}
+    ticks, found = decompose._least_floor(inst, None, {}, stats, 5.0)
+    assert found is not None and len(offered) >= 2
+    assert len(set(offered)) == len(offered)  # a set already tried is not offered again
+    share = stats["room_share"]
+    picks = decompose.picks_of(inst, found[1])
+    assert picks == offered[-1] and _fits(inst, picks, share)
+    assert ticks <= found[0]
 
 
 def test_an_unknown_grouping_is_refused():
