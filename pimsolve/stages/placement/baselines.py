@@ -440,7 +440,7 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
     for homes_first in (False, True):
         order = None
         current = even(instance, choices, reps, homes_first=homes_first)
-        for _ in range(EVEN_TRIES):
+        for attempt in range(EVEN_TRIES + 1):
             if current is None:
                 break
             v = predict(instance, current).time_ns
@@ -448,7 +448,8 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
                 best, value = current, v
             whole = whole_ns(instance, current)
             worst = max(range(n), key=lambda i: whole[i] - floor[i])
-            if whole[worst] <= floor[worst] * (1 + 1e-9) or order and order[0] == worst:
+            if (attempt == EVEN_TRIES or whole[worst] <= floor[worst] * (1 + 1e-9)
+                    or order and order[0] == worst):
                 break
             order = [worst, *(i for i in (order or _even_order(instance, choices, reps))
                               if i != worst)]

@@ -30,7 +30,7 @@ from pimsolve.solve.model import Progress, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
 from pimsolve.stages.placement.baselines import even_search, level_search, spread
-from pimsolve.stages.placement.diagram import diagram_bound, floor_options
+from pimsolve.stages.placement.diagram import PRIMAL_COUNTED, diagram_bound, floor_options
 from pimsolve.stages.placement.evaluate import LayerCounts, predict
 from pimsolve.stages.placement.formulation import (
     PlacementModel,
@@ -323,7 +323,8 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
         deadline = time.perf_counter() + ROOM_TIME * seconds
         tried = {found.picks}
         for share in ROOM_SHARES:
-            roomy = floor_options(instance, ROOM_CELLS, deadline=deadline, share=share)
+            roomy = floor_options(instance, ROOM_CELLS, deadline=deadline, share=share,
+                                  counted=PRIMAL_COUNTED)
             if roomy is None or roomy[1] in tried:
                 continue
             tried.add(roomy[1])

@@ -30,6 +30,7 @@ import numpy as np
 
 from pimsolve.stages.placement.evaluate import (
     PERIOD_NS,
+    floor_latency,
     floor_whole,
     period_ns,
     replica_bounds,
@@ -40,7 +41,7 @@ from pimsolve.stages.placement.instance import PlacementInstance
 from pimsolve.stages.placement.search import Picks
 
 __all__ = ["floor_bound", "floor_options", "diagram_bound", "LeastFloor", "BUDGETS", "KEYS",
-           "PRIMAL_CELLS", "MIN_NODES", "MAX_CELLS"]
+           "PRIMAL_CELLS", "PRIMAL_COUNTED", "MIN_NODES", "MAX_CELLS"]
 
 BUDGETS = (500_000, 2_000_000, 8_000_000, 32_000_000)
 """Window times a layer's nodes (or their children in the next layer) may hold, tried in
@@ -54,6 +55,12 @@ by 'finish' 243.4 us at every node count from 1024 to 65,536 a layer; by 'middle
 (the best option set's floor) with 8 M cells."""
 PRIMAL_CELLS = 2_000_000
 """The largest budget of the restricted diagram in ``diagram_bound``."""
+PRIMAL_COUNTED = False
+"""Whether the restricted diagram ranks option sets by ``home_floor``'s count of the AGs a
+core holds too (the bound always does). Not: sets of near-equal floors differ in how well
+the greedy placements pack them, and the count's favourites pack worse: resnet18-28/PUMA
+LL, 2M cells, the set ranked with the count (floor 657.4 us) places at 810.2, the set
+ranked without (floor 658.0 with the count) at 674.5."""
 MIN_NODES = 16
 """Nodes a layer keeps whatever the budget (resnet34 at 224x224: 12,544 windows a layer)."""
 MAX_CELLS = 50_000_000
@@ -78,7 +85,7 @@ class _Option:
     replica: np.ndarray
 
 
-def _options(instance: PlacementInstance, li: int) -> list[_Option]:
+def _options(instance: PlacementInstance, li: int, counted: bool = True) -> list[_Option]:
     """The options of layer ``li`` that some placement can hold (the master's per-layer
     memory cut: the core with the most homes holds ceil(r / K)) and that no other option
     of the same replication beats on crossbars, memory and D at once (same window ranges,
@@ -97,7 +104,7 @@ def _options(instance: PlacementInstance, li: int) -> list[_Option]:
             if top is not None and busiest > top:
                 continue
             same_r.append((r * u.ags * u.crossbars_per_ag, summed if top is not None else 0,
-                           floor_whole(instance, li, ui, ri), ui))
+                           floor_whole(instance, li, ui, ri, counted), ui))
         kept: list[tuple[int, int, float, int]] = []
         for crossbars, memory, whole, ui in sorted(same_r):
             if all(memory < m or whole < w for _, m, w, _ in kept):
@@ -146,16 +153,26 @@ def floor_bound(instance: PlacementInstance, cells: int, *, upper: float = math.
 
 
 def floor_options(instance: PlacementInstance, cells: int, *,
-                  deadline: float | None = None, share: float = 1.0,
+                  deadline: float | None = None, share: float = 1.0, counted: bool = True,
                   ) -> tuple[float, Picks] | None:
     """An option set that fits (in ``share`` of the crossbars and of the local memory) and
     its ``floor_latency`` (ns), from the restricted diagram: of each group of children
     ``floor_bound`` would merge, only the one that finishes first goes on. None if
-    ``deadline`` passed first or no option set fits."""
-    options = _layer_options(instance)
+    ``deadline`` passed first or no option set fits. Without ``counted`` the diagram ranks
+    the sets by the floors without ``home_floor``'s count (``PRIMAL_COUNTED``); the floor
+    returned is the set's ``floor_latency`` all the same."""
+    options = _layer_options(instance, counted)
     found = _diagram(instance, options, _nodes(instance, options, cells), math.inf, deadline,
                      restricted=True, share=share)
-    return None if found is None or found[1] is None else (found[0], found[1])
+    if found is None or found[1] is None:
+        return None
+    return (found[0] if counted else _picks_floor(instance, found[1])), found[1]
+
+
+def _picks_floor(instance: PlacementInstance, picks: Picks) -> float:
+    return floor_latency(instance, [ui for ui, _ in picks],
+                         [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
+                                                                            strict=True)])
 
 
 def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
@@ -227,8 +244,8 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     return float(finish[best]) * PERIOD_NS, picks
 
 
-def _layer_options(instance: PlacementInstance) -> list[list[_Option]]:
-    return [_options(instance, li) for li in range(len(instance.layers))]
+def _layer_options(instance: PlacementInstance, counted: bool = True) -> list[list[_Option]]:
+    return [_options(instance, li, counted) for li in range(len(instance.layers))]
 
 
 def _nodes(instance: PlacementInstance, options: list[list[_Option]], cells: int) -> list[int]:
@@ -312,6 +329,7 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     before)."""
     deadline = time.perf_counter() + seconds
     options = _layer_options(instance)
+    primal = _layer_options(instance, PRIMAL_COUNTED)
     best, largest, runs = 0.0, 0, 0
     picks, picks_ns = None, math.inf
     before: list[int] = []
@@ -322,11 +340,14 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         before = nodes
         t = time.perf_counter()
         if cells <= PRIMAL_CELLS or picks is None:
-            found = _diagram(instance, options, nodes, math.inf, deadline, restricted=True)
+            found = _diagram(instance, primal, _nodes(instance, primal, cells), math.inf,
+                             deadline, restricted=True)
             if found is None:
                 break
-            if found[1] is not None and found[0] < picks_ns:
-                picks_ns, picks = found
+            if found[1] is not None:
+                value = found[0] if PRIMAL_COUNTED else _picks_floor(instance, found[1])
+                if value < picks_ns:
+                    picks_ns, picks = value, found[1]
         bound = _diagram(instance, options, nodes, min(upper, picks_ns), deadline,
                          restricted=False, by=KEYS[runs % len(KEYS)])
         if bound is None:

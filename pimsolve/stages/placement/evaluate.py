@@ -271,12 +271,14 @@ def floor_latency(instance: PlacementInstance, choices: Sequence[int],
     return _latency(instance, reps, whole)
 
 
-def floor_whole(instance: PlacementInstance, li: int, ui: int, ri: int) -> float:
+def floor_whole(instance: PlacementInstance, li: int, ui: int, ri: int,
+                counted: bool = True) -> float:
     """LL: the least D_l (ns) of layer ``li`` under option (u, r) that any placement gives:
-    its m windows one after another, and no less than ``home_floor``."""
+    its m windows one after another, and no less than ``home_floor`` (``counted``: with
+    its count of the AGs a core holds)."""
     layer = instance.layers[li]
     return max(window_ns(instance, li, ui) * layer.windows_per_replica(layer.replications[ri]),
-               home_floor(instance, li, ui, ri))
+               home_floor(instance, li, ui, ri, counted=counted))
 
 
 def replica_bounds(windows: int, replication: int) -> np.ndarray:
@@ -390,7 +392,7 @@ def offchip_floors(instance: PlacementInstance, counts: list[LayerCounts],
 
 def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
                issue: Callable[[Choice], float] | None = None,
-               link: Callable[[float], float] | None = None) -> float:
+               link: Callable[[float], float] | None = None, *, counted: bool = True) -> float:
     """LL: a lower bound on ``core_floors`` of layer ``li`` under option (u, r) that needs
     no placement, for the decomposition's master: the home core of a replica runs its m
     windows' inputs in and outputs out, and between 1 (A in core mode) and
@@ -398,7 +400,9 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
     that number of the busiest resource (the sum, sync). And no less than the issue of the
     core holding the most of the layer's A r AGs, ceil(A r / K) at least (A ceil(r / K) in
     core mode), nor, with sync communication, than the layer's serial work on all cores
-    (each AG off its home sends and takes a slice and partial sums at both ends) over K."""
+    (each AG off its home sends and takes a slice and partial sums at both ends) over K.
+    ``counted``: and no less than ``_counted_floor``, which counts the AGs a core can hold
+    (exact for the layer alone with no more replicas than cores)."""
     issue = issue or (lambda u: u.issue_ns)
     link = link or (lambda nbytes: nbytes / instance.link_bytes_per_ns)
     layer = instance.layers[li]
@@ -422,7 +426,103 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
         away = r * (u.ags - most)  # AGs off their home, at least
         best = max(best, (issue(u) * u.ags * r + 2 * (link(u.in_bytes) + link(u.out_bytes)) * away
                           + (link(layer.input_bytes) + link(layer.store_bytes)) * r) / cores)
+    if counted:
+        best = _counted_floor(instance, li, ui, r, best, issue, link)
     return best * m
+
+
+def _largest(lines: list[tuple[float, float]], t: float, lo: int, hi: int) -> int:
+    """The largest integer n in [lo, hi] with k n + c <= t for every (k, c) (-1: none);
+    rounded towards more n (a capacity too large only weakens the floor)."""
+    for k, c in lines:
+        if k > 0:
+            hi = min(hi, math.floor((t - c) / k + 1e-9))
+        elif k < 0:
+            lo = max(lo, math.ceil((t - c) / k - 1e-9))
+        elif c > t + 1e-9:
+            return -1
+    return hi if hi >= lo else -1
+
+
+COUNTED_STEPS = 20
+"""``_counted_floor``: bisection steps (the bound is the last busy time found too short)."""
+
+
+def _counted_floor(instance: PlacementInstance, li: int, ui: int, r: int, floor: float,
+                   issue: Callable[[Choice], float], link: Callable[[float], float]) -> float:
+    """The least busiest-core time per window T (at least ``floor``) at which the K cores
+    can hold the layer's A r AGs and r homes at all, the layer alone: a core with h homes
+    holds at most n_h(T) AGs (its busiest resource within T, as ``core_floors`` counts it,
+    with as many AGs at home as it can keep, which only lowers the link time; its crossbars
+    and local memory), so some split of the r homes over the cores must give
+    sum_k n_{h_k}(T) >= A r (a knapsack over h, K n_0 + max sum_j (n_{h_j} - n_0) with
+    sum_j h_j = r). Integral, so it sees what the sums cannot: vgg8-28's Conv_1 on PUMA
+    (252 AGs on 138 cores, sync) needs two AGs on its four home cores, or three on another
+    core. With more replicas than cores, ``floor``."""
+    layer = instance.layers[li]
+    u = layer.choices[ui]
+    K, a = instance.cores, u.ags
+    if r > K:
+        return floor
+    cm = instance.computing_mode == "CM"
+    # in floats (the model's ticks are Fractions), the result lowered by a hair below
+    iss, si, so = float(issue(u)), float(link(u.in_bytes)), float(link(u.out_bytes))
+    inp, st = float(link(layer.input_bytes)), float(link(layer.store_bytes))
+    cap = instance.crossbars_per_core // u.crossbars_per_ag
+    top, hb, rb = instance.local_memory_bytes, instance.replica_bytes(li, ui), u.remote_bytes
+    homes_most = min(r, cap if not cm else cap // a)
+    if top is not None and hb:
+        homes_most = min(homes_most, top // hb)
+    if homes_most < 1:  # no core holds a home: no placement, which the cuts find out
+        return floor
+
+    def most(h: int, t: float) -> int:
+        """n_h(t): the most AGs a core with h homes holds within t (-1: none). Up to a h
+        AGs (all at home) each adds its issue and takes a slice and partial sum off the
+        links; beyond, each adds its issue, a slice in and a partial sum out."""
+        hi = min(cap, a * h) if cm else cap
+        if top is not None and rb and not cm:
+            hi = min(hi, a * h + (top - h * hb) // rb)
+        slow = si + so
+        home = inp + st if instance.sync else 0.0
+        # n >= a h: n <= (t - c) / k for each resource (k n + c)
+        beyond = [(iss, 0.0), (si, inp * h - si * a * h), (so, st * h - so * a * h)]
+        if instance.sync:
+            beyond.append((iss + slow, home * h - slow * a * h))
+        n = _largest(beyond, t, a * h, hi)
+        if n >= 0:
+            return n
+        # h <= n <= a h: the link times fall as n grows (fewer AGs away)
+        within = [(iss, 0.0), (-so, so * a * h + inp * h), (-si, si * a * h + st * h)]
+        if instance.sync:
+            within.append((iss - slow, slow * a * h + home * h))
+        return _largest(within, t, a * h if cm else h, min(hi, a * h))
+
+    def fits(t: float) -> bool:
+        n0 = most(0, t) if not cm else 0
+        held = [most(h, t) for h in range(homes_most + 1)]
+        gain = [n - n0 if n >= 0 else -math.inf for n in held]
+        need = a * r - K * n0
+        if r * gain[1] >= need:  # one home a core already holds them
+            return True
+        if r * max(g / h for h, g in enumerate(gain) if h) < need:  # no split can
+            return False
+        best = [0.0] + [-math.inf] * r  # the most sum of (n_h - n_0) over splits of j homes
+        for j in range(1, r + 1):
+            best[j] = max(best[j - h] + gain[h] for h in range(1, min(j, homes_most) + 1))
+        return best[r] >= need
+
+    if fits(float(floor)):
+        return floor
+    lo, hi = float(floor), max(float(floor), 1e-9) * 2
+    while not fits(hi):
+        lo, hi = hi, hi * 2
+        if hi > 1e18:
+            return floor
+    for _ in range(COUNTED_STEPS):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return max(floor, lo * (1 - 1e-9))
 
 
 def counts_of(instance: PlacementInstance, mapping: Mapping) -> list[LayerCounts]:

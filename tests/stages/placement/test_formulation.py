@@ -13,6 +13,7 @@ import functools
 import itertools
 import math
 from fractions import Fraction
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -344,6 +345,31 @@ def test_home_floor_is_below_every_placement(kwargs):
             binding += evaluate.home_floor(inst, li, c.choice, ri) > window_ns(
                 inst, li, c.choice) * layer.windows_per_replica(c.replication)
     assert binding or not inst.sync, "the floor never exceeds tau: the case tests nothing"
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"link_gb_per_s": 0.05},
+                                    {"communication": "sync", "link_gb_per_s": 0.2,
+                                     "issue_ns": 1600}], ids=["isaac", "slow", "sync"])
+@pytest.mark.parametrize("cores", [2, 3])
+def test_home_floor_is_the_least_floor_of_the_layer_alone(kwargs, cores):
+    """With as many cores as replicas or more, the floor counts how many AGs a core with h
+    homes can hold within a time (``_counted_floor``): it is exactly the least busiest-core
+    time of the layer over every placement of it (brute force), and above the sums alone
+    for some option (the case tests something)."""
+    inst = instance(cores, 3, "ll", **kwargs)
+    others = [next(_layer_options(inst, li)) for li in range(len(inst.layers))]
+    above = 0
+    for li, layer in enumerate(inst.layers):
+        least: dict[tuple[int, int], float] = {}
+        for c in _layer_options(inst, li):  # core_floors[li] reads layer li's counts only
+            key = (c.choice, layer.replications.index(c.replication))
+            floor = evaluate.core_floors(inst, [*others[:li], c, *others[li + 1:]])[li]
+            least[key] = min(least.get(key, math.inf), floor)
+        for (ui, ri), want in least.items():
+            assert evaluate.home_floor(inst, li, ui, ri) == pytest.approx(want, rel=1e-5)
+            with mock.patch.object(evaluate, "_counted_floor", lambda *args: args[4]):
+                above += evaluate.home_floor(inst, li, ui, ri) < want * (1 - 1e-6)
+    assert above or not inst.sync, "the sums alone were exact: the case tests nothing"
 
 
 def test_issue_floor_by_hand():
