@@ -1,0 +1,193 @@
+"""LL: a local search that moves single AGs of the layers furthest above their floor.
+
+A greedy placement (``baselines.even``) balances each layer's busiest core, one AG at a
+time; where the crossbars are nearly full it leaves a few cores that hold one AG too many of
+some layer (vgg8-28 on PUMA: four home cores of Conv_1 with two of its AGs, 132.6 us where
+the layer's other cores take 96.8). ``polish`` moves such an AG to another core, or swaps it
+with an AG of another layer there, and keeps every change that lowers the latency, or keeps
+it and lowers the sum of the layers' D_l, or keeps both and lowers how far the layers' cores
+are above their floors (squared): the last two let it walk across plateaus where several
+cores pace a layer. Every placement it returns is valid (``baselines.check_counts``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from pimsolve.stages.placement.evaluate import (
+    LayerCounts,
+    floor_whole,
+    memory_per_core,
+    predict,
+    whole_ns,
+)
+from pimsolve.stages.placement.instance import PlacementInstance
+
+__all__ = ["polish", "layer_busy"]
+
+TARGETS = 40
+"""Cores a moved AG may go to: the layer's least busy ones (and cores homing a replica of
+the layer that can keep one more at home)."""
+
+
+def layer_busy(instance: PlacementInstance, li: int, c: LayerCounts) -> np.ndarray:
+    """Per core, its busiest resource for layer ``li``'s own work (``core_floors``)."""
+    layer = instance.layers[li]
+    u, m = layer.choices[c.choice], layer.windows_per_replica(c.replication)
+    link = instance.link_bytes_per_ns
+    away, came, homes = (u.ags * c.rho - c.ell) * m, (c.y - c.ell) * m, c.rho * m
+    busy = [u.issue_ns * c.y * m,
+            (u.out_bytes * away + u.in_bytes * came + layer.input_bytes * homes) / link,
+            (u.in_bytes * away + u.out_bytes * came + layer.store_bytes * homes) / link]
+    if instance.sync:
+        busy.append(busy[0] + busy[1] + busy[2])
+    return np.max(busy, axis=0)
+
+
+def _take(c: LayerCounts, core: int, home: bool) -> tuple[str, int] | None:
+    """Take one AG of ``c`` off ``core``: one off its home, else one its home keeps beyond
+    the one it must, or (``home``) a whole one-AG home; None if it has none."""
+    if home:
+        if c.rho[core] and c.ell[core] > c.rho[core] - 1 and c.y[core] >= 1:
+            c.y[core] -= 1
+            c.ell[core] -= 1
+            c.rho[core] -= 1
+            return "home", core
+        return None
+    if c.y[core] > c.ell[core]:
+        c.y[core] -= 1
+        return "away", core
+    if c.ell[core] > c.rho[core]:
+        c.y[core] -= 1
+        c.ell[core] -= 1
+        return "kept", core
+    return None
+
+
+def _put(c: LayerCounts, core: int, kind: str) -> tuple[str, int]:
+    c.y[core] += 1
+    c.ell[core] += kind != "away"
+    c.rho[core] += kind == "home"
+    return kind, core
+
+
+def _undo_take(c: LayerCounts, taken: tuple[str, int]) -> None:
+    kind, core = taken
+    c.y[core] += 1
+    c.ell[core] += kind != "away"
+    c.rho[core] += kind == "home"
+
+
+def _undo_put(c: LayerCounts, put: tuple[str, int]) -> None:
+    kind, core = put
+    c.y[core] -= 1
+    c.ell[core] -= kind != "away"
+    c.rho[core] -= kind == "home"
+
+
+def polish(instance: PlacementInstance, counts: list[LayerCounts],
+           seconds: float) -> list[LayerCounts]:
+    """A placement no worse than ``counts`` (by ``predict``'s latency), from first-improving
+    moves and swaps of single AGs for at most ``seconds``; ``counts`` is left as it is."""
+    search = _Search(instance, counts, time.perf_counter() + seconds)
+    if instance.computing_mode != "CM":  # whole replicas on a core: no AG moves alone
+        while time.perf_counter() < search.deadline and search.improve():
+            pass
+    return search.cur
+
+
+class _Search:
+    """The placement being improved, its value and what the moves need."""
+
+    def __init__(self, instance: PlacementInstance, counts: list[LayerCounts],
+                 deadline: float) -> None:
+        self.instance, self.deadline = instance, deadline
+        self.cur = [LayerCounts(c.choice, c.replication, np.array(c.y), np.array(c.rho),
+                                np.array(c.ell)) for c in counts]
+        layers = instance.layers
+        self.us = [layer.choices[c.choice] for layer, c in zip(layers, self.cur, strict=True)]
+        self.x = np.array([u.crossbars_per_ag for u in self.us])
+        self.floor = [floor_whole(instance, i, c.choice, layer.replications.index(c.replication))
+                      for i, (layer, c) in enumerate(zip(layers, self.cur, strict=True))]
+        self.value = self.key()
+
+    def valid(self) -> bool:
+        inst, cur = self.instance, self.cur
+        if (sum(c.y * xi for c, xi in zip(cur, self.x, strict=True))
+                > inst.crossbars_per_core).any():
+            return False
+        top, most = inst.local_memory_bytes, inst.max_layers_per_core
+        if top is not None and (memory_per_core(inst, cur) > top).any():
+            return False
+        if most is not None and (sum((c.y > 0).astype(int) for c in cur) > most).any():
+            return False
+        return all(not ((c.ell > u.ags * c.rho).any() or (c.ell < c.rho).any())
+                   for c, u in zip(cur, self.us, strict=True))
+
+    def key(self) -> tuple[float, float, float]:
+        """Latency, then the sum of the D_l, then the squared excess of every layer's cores
+        over its floor."""
+        excess = sum(float((np.maximum(layer_busy(self.instance, i, c) - self.floor[i], 0.0)
+                            ** 2).sum()) for i, c in enumerate(self.cur))
+        return (round(predict(self.instance, self.cur).time_ns, 6),
+                round(sum(whole_ns(self.instance, self.cur)), 6), excess)
+
+    def accept(self) -> bool:
+        """Keep the current change if it is valid and better."""
+        if not self.valid():
+            return False
+        value = self.key()
+        if value < self.value:
+            self.value = value
+            return True
+        return False
+
+    def improve(self) -> bool:
+        """One first-improving move or swap (kept); False if none before the deadline."""
+        cur, us, x = self.cur, self.us, self.x
+        whole = whole_ns(self.instance, cur)
+        room = self.instance.crossbars_per_core - sum(
+            c.y * xi for c, xi in zip(cur, x, strict=True))
+        for i in sorted(range(len(cur)), key=lambda i: self.floor[i] - whole[i]):
+            if whole[i] <= self.floor[i] * (1 + 1e-9):
+                break
+            c = cur[i]
+            busy = layer_busy(self.instance, i, c)
+            for a in np.flatnonzero(busy >= busy.max() - 1e-9):
+                targets = [int(b) for b in np.argsort(busy, kind="stable") if b != a][:TARGETS]
+                homes = [int(b) for b in np.flatnonzero(c.ell < us[i].ags * c.rho) if b != a]
+                for b, kind in ([(b, "away") for b in targets] + [(b, "kept") for b in homes]
+                                + [(b, "home") for b in targets]):
+                    if time.perf_counter() > self.deadline:
+                        return False
+                    taken = _take(c, a, kind == "home")
+                    if taken is None:
+                        continue
+                    put = _put(c, b, kind)
+                    if room[b] >= x[i]:
+                        if self.accept():
+                            return True
+                    elif self.swap(i, a, b, room):
+                        return True
+                    _undo_put(c, put)
+                    _undo_take(c, taken)
+        return False
+
+    def swap(self, i: int, a: int, b: int, room: np.ndarray) -> bool:
+        """With an AG of layer i moved from core a to b: move one of another layer from b
+        to a, where both fit; True if one is kept."""
+        x, us = self.x, self.us
+        for j, d in enumerate(self.cur):
+            if j == i or not d.y[b] or room[b] + x[j] < x[i] or room[a] + x[i] < x[j]:
+                continue
+            back = _take(d, b, False)
+            if back is None:
+                continue
+            there = _put(d, a, "kept" if d.ell[a] < us[j].ags * d.rho[a] else "away")
+            if self.accept():
+                return True
+            _undo_put(d, there)
+            _undo_take(d, back)
+        return False
