@@ -148,7 +148,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     if instance.mode == "ll" and objective == "latency":
         least_floor, placed = _least_floor(
             instance, best, known, stats,
-            DIAGRAM_SHARE * limit if limit < math.inf else DIAGRAM_S)
+            DIAGRAM_SHARE * limit if limit < math.inf else DIAGRAM_S, began + limit)
         lower = least_floor
         if placed is not None and (best is None or placed[0] < best):
             best, best_counts = placed
@@ -310,12 +310,14 @@ def _search(instance: PlacementInstance, objective: str, start: list[LayerCounts
 
 def _least_floor(instance: PlacementInstance, upper: float | None,
                  known: dict[Picks, list[LayerCounts]], stats: dict[str, float],
-                 seconds: float) -> tuple[int, tuple[float, list[LayerCounts]] | None]:
+                 seconds: float, deadline: float = math.inf,
+                 ) -> tuple[int, tuple[float, list[LayerCounts]] | None]:
     """LL latency: ``diagram_bound`` in ticks (a lower bound on every placement's latency),
     below ``upper`` (model units; a known placement's), and the placement (``_placed``) of
     the option set its restricted diagram found (or, where none fits it, of the first set
     that places of the restricted diagrams within ``ROOM_SHARES``), improved by
-    ``local.polish``; time, budget and bound go to ``stats``."""
+    ``local.polish``, those two within ``deadline`` (``time.perf_counter``); time, budget and
+    bound go to ``stats``."""
     scale = objective_scale("latency")
     t = time.perf_counter()
     found = diagram_bound(instance, seconds, upper=math.inf if upper is None else upper / scale)
@@ -325,10 +327,12 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
                  diagram_bound=float(ticks))
     placed = _placed(instance, "latency", found.picks, known) if found.picks else None
     if placed is None:
-        deadline = time.perf_counter() + ROOM_TIME * seconds
+        until = min(deadline, time.perf_counter() + ROOM_TIME * seconds)
         tried = {found.picks}
         for share in ROOM_SHARES:
-            roomy = floor_options(instance, ROOM_CELLS, deadline=deadline, share=share,
+            if time.perf_counter() > until:
+                break
+            roomy = floor_options(instance, ROOM_CELLS, deadline=until, share=share,
                                   counted=PRIMAL_COUNTED)
             if roomy is None or roomy[1] in tried:
                 continue
@@ -338,7 +342,8 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
                 break
     if placed is not None:
         t = time.perf_counter()
-        counts = polish(instance, placed[1], POLISH_TIME * seconds)
+        counts = polish(instance, placed[1],
+                        max(0.0, min(POLISH_TIME * seconds, deadline - time.perf_counter())))
         stats["polish_s"] = time.perf_counter() - t
         value = _model_units(instance, "latency", counts)
         if value < placed[0]:
