@@ -23,6 +23,7 @@ from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
            "window_ns", "pipeline", "window_ready", "whole_ns", "replica_bounds", "core_floors",
+           "core_busy",
            "offchip_floors", "home_floor", "floor_latency", "floor_whole", "PERIOD_NS",
            "period_ns", "replica_done",
            "memory_per_core", "ChipCrossings", "chip_crossings"]
@@ -350,30 +351,34 @@ def window_ready(instance: PlacementInstance, reps: Sequence[int],
 def core_floors(instance: PlacementInstance, counts: list[LayerCounts],
                 issue: Callable[[Choice], float] | None = None,
                 link: Callable[[float], float] | None = None) -> list[float]:
-    """LL: per layer, the longest any core is busy with that layer's own work, F^c_l:
-    issuing its MVMs (t^is P^y: the replicas of a layer on one core share its issue slots;
-    on PUMA, where the interval is the whole MVM, two replicas on one core take twice as
-    long), taking in its pixels (the inputs of its homes, the partial sums of their AGs
-    elsewhere, the slices of AGs it holds for other homes: a core's inbound link carries
-    one transfer at a time), sending them out, and, with sync communication, all of that
-    in series. These pace the replicas' windows (``whole_ns``). ``issue(u)`` is t^is per
-    AG-window, ``link(bytes)`` a transfer's time (default ns; the hint passes the model's
-    ticks)."""
+    """LL: per layer, the longest any core is busy with that layer's own work, F^c_l
+    (``core_busy``'s most). These pace the replicas' windows (``whole_ns``)."""
+    return [core_busy(instance, li, c, issue, link).max(initial=0)
+            for li, c in enumerate(counts)]
+
+
+def core_busy(instance: PlacementInstance, li: int, c: LayerCounts,
+              issue: Callable[[Choice], float] | None = None,
+              link: Callable[[float], float] | None = None) -> np.ndarray:
+    """LL: per core, its busiest resource for layer ``li``'s own work: issuing its MVMs
+    (t^is P^y: the replicas of a layer on one core share its issue slots; on PUMA, where the
+    interval is the whole MVM, two replicas on one core take twice as long), taking in its
+    pixels (the inputs of its homes, the partial sums of their AGs elsewhere, the slices of
+    AGs it holds for other homes: a core's inbound link carries one transfer at a time),
+    sending them out, and, with sync communication, all of that in series. ``issue(u)`` is
+    t^is per AG-window, ``link(bytes)`` a transfer's time (default ns; the hint passes the
+    model's ticks)."""
     issue = issue or (lambda u: u.issue_ns)
     link = link or (lambda nbytes: nbytes / instance.link_bytes_per_ns)
-    floors = []
-    for layer, c in zip(instance.layers, counts, strict=True):
-        u, m = layer.choices[c.choice], layer.windows_per_replica(c.replication)
-        away, came, homes = (u.ags * c.rho - c.ell) * m, (c.y - c.ell) * m, c.rho * m
-        busy = [issue(u) * c.y * m,
-                link(u.out_bytes) * away + link(u.in_bytes) * came
-                + link(layer.input_bytes) * homes,
-                link(u.in_bytes) * away + link(u.out_bytes) * came
-                + link(layer.store_bytes) * homes]
-        if instance.sync:
-            busy.append(busy[0] + busy[1] + busy[2])
-        floors.append(max(max(b.tolist(), default=0) for b in busy))
-    return floors
+    layer = instance.layers[li]
+    u, m = layer.choices[c.choice], layer.windows_per_replica(c.replication)
+    away, came, homes = (u.ags * c.rho - c.ell) * m, (c.y - c.ell) * m, c.rho * m
+    busy = [issue(u) * c.y * m,
+            link(u.out_bytes) * away + link(u.in_bytes) * came + link(layer.input_bytes) * homes,
+            link(u.in_bytes) * away + link(u.out_bytes) * came + link(layer.store_bytes) * homes]
+    if instance.sync:
+        busy.append(busy[0] + busy[1] + busy[2])
+    return np.max(busy, axis=0)
 
 
 def offchip_floors(instance: PlacementInstance, counts: list[LayerCounts],

@@ -18,6 +18,7 @@ import numpy as np
 
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
+    core_busy,
     floor_whole,
     memory_per_core,
     predict,
@@ -25,32 +26,19 @@ from pimsolve.stages.placement.evaluate import (
 )
 from pimsolve.stages.placement.instance import PlacementInstance
 
-__all__ = ["polish", "layer_busy"]
+__all__ = ["polish"]
 
 TARGETS = 40
 """Cores a moved AG may go to: the layer's least busy ones (and cores homing a replica of
 the layer that can keep one more at home)."""
 
 
-def layer_busy(instance: PlacementInstance, li: int, c: LayerCounts) -> np.ndarray:
-    """Per core, its busiest resource for layer ``li``'s own work (``core_floors``)."""
-    layer = instance.layers[li]
-    u, m = layer.choices[c.choice], layer.windows_per_replica(c.replication)
-    link = instance.link_bytes_per_ns
-    away, came, homes = (u.ags * c.rho - c.ell) * m, (c.y - c.ell) * m, c.rho * m
-    busy = [u.issue_ns * c.y * m,
-            (u.out_bytes * away + u.in_bytes * came + layer.input_bytes * homes) / link,
-            (u.in_bytes * away + u.out_bytes * came + layer.store_bytes * homes) / link]
-    if instance.sync:
-        busy.append(busy[0] + busy[1] + busy[2])
-    return np.max(busy, axis=0)
-
-
 def _take(c: LayerCounts, core: int, home: bool) -> tuple[str, int] | None:
     """Take one AG of ``c`` off ``core``: one off its home, else one its home keeps beyond
-    the one it must, or (``home``) a whole one-AG home; None if it has none."""
+    the one it must, or (``home``) a home with the one AG it must keep (the AGs it keeps
+    beyond must then fit the homes left: ``_Search.valid``); None if it has none."""
     if home:
-        if c.rho[core] and c.ell[core] > c.rho[core] - 1 and c.y[core] >= 1:
+        if c.rho[core]:
             c.y[core] -= 1
             c.ell[core] -= 1
             c.rho[core] -= 1
@@ -129,7 +117,7 @@ class _Search:
     def key(self) -> tuple[float, float, float]:
         """Latency, then the sum of the D_l, then the squared excess of every layer's cores
         over its floor."""
-        excess = sum(float((np.maximum(layer_busy(self.instance, i, c) - self.floor[i], 0.0)
+        excess = sum(float((np.maximum(core_busy(self.instance, i, c) - self.floor[i], 0.0)
                             ** 2).sum()) for i, c in enumerate(self.cur))
         return (round(predict(self.instance, self.cur).time_ns, 6),
                 round(sum(whole_ns(self.instance, self.cur)), 6), excess)
@@ -154,7 +142,7 @@ class _Search:
             if whole[i] <= self.floor[i] * (1 + 1e-9):
                 break
             c = cur[i]
-            busy = layer_busy(self.instance, i, c)
+            busy = core_busy(self.instance, i, c)
             for a in np.flatnonzero(busy >= busy.max() - 1e-9):
                 targets = [int(b) for b in np.argsort(busy, kind="stable") if b != a][:TARGETS]
                 homes = [int(b) for b in np.flatnonzero(c.ell < us[i].ags * c.rho) if b != a]

@@ -12,9 +12,9 @@ from pimsolve.frontend.load import load_onnx
 from pimsolve.lowering import lower
 from pimsolve.stages.placement.baselines import check_counts, even_search, pack
 from pimsolve.stages.placement.diagram import floor_options
-from pimsolve.stages.placement.evaluate import floor_latency, predict
+from pimsolve.stages.placement.evaluate import core_busy, floor_latency, predict
 from pimsolve.stages.placement.instance import build_instance
-from pimsolve.stages.placement.local import layer_busy, polish
+from pimsolve.stages.placement.local import polish
 from tests.simulate.test_checks import tiny_cnn
 from tests.stages.placement.test_baselines import (
     even_case,
@@ -99,5 +99,5 @@ def test_polish_takes_vgg8_on_puma_to_its_floor() -> None:
     found = polish(inst, start, 10.0)
     assert check_counts(inst, found) is None
     assert predict(inst, found).time_ns == pytest.approx(floor_latency(inst, choices, reps))
-    conv1 = layer_busy(inst, 1, found[1])
-    assert conv1.max() < layer_busy(inst, 1, start[1]).max()
+    conv1 = core_busy(inst, 1, found[1])
+    assert conv1.max() < core_busy(inst, 1, start[1]).max()
