@@ -351,7 +351,7 @@ def test_level_search_mixes_layers_on_puma() -> None:
 def test_level_search_shares_loads_where_global_memory_binds():
     """resnet18-28 on ISAAC (HT), balance's options: pack's placement is bound by the global
     memory (131.1 us). Homes of one layer on one core load their overlapping inputs once;
-    level puts a replica's home with another of its layer where it can (pairs), and
+    level puts a replica's home with one or two of its layer where it can, and
     level_search tries caps up to that cycle time: 124.1 us measured, still bound by the
     global memory."""
     ins = inspect_model("resnet18-28", target="isaac")
