@@ -431,8 +431,8 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
     option's floor moved to the front of the order each time (placed first, it takes the
     cores it needs before the others fill them), until that layer is at its floor or in
     front already, or ``EVEN_TRIES`` ends. vgg8-28 on PUMA, the restricted diagram's option
-    set (floor 446.8 us): 543.5 us in the default order; Conv_1, then Conv_3 first,
-    496.9 us."""
+    set (floor 488.0 us; 446.8 before ``home_floor`` counted the AGs a core holds): 543.5 us
+    in the default order; Conv_1, then Conv_3 first, 496.9 us."""
     n = len(instance.layers)
     floor = [floor_whole(instance, i, choices[i], instance.layers[i].replications.index(r))
              for i, r in enumerate(reps)]
@@ -460,6 +460,8 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
 LEVEL_HOME_SHARE = 0.75
 """:func:`level`: a replica's home holds at least this share of the AGs one core can hold."""
 LEVEL_ORDERS = ("crossbars", "time", "density")
+"""Orders :func:`level` places replicas in: largest AG first, busiest AG first, or the most
+AG time per crossbar first."""
 SHARE_MOST = 3
 """``level`` with ``share`` prefers a core holding fewer homes of the layer than this. The model
 sees the loads saved, not the simulator's cost of a core serving many homes' windows:
@@ -468,8 +470,6 @@ pairs, 137.4 with three, 144.2 with four, 154.2 unbounded (11 of Conv_0's 14 hom
 core), while the model ranks them 111.3, 109.8, 109.8, 109.8, 109.8 us. Three (two until
 session 23): resnet34/isaac HT's master options place at 809.8 us instead of 810.5 (gap
 1.002% -> 0.92%, simulated 953.5 -> 978.5 us); the 28x28 rows place as before."""
-"""Orders :func:`level` places replicas in: largest AG first, busiest AG first, or the most
-AG time per crossbar first."""
 
 
 def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int],

@@ -161,18 +161,25 @@ def floor_options(instance: PlacementInstance, cells: int, *,
     ``deadline`` passed first or no option set fits. Without ``counted`` the diagram ranks
     the sets by the floors without ``home_floor``'s count (``PRIMAL_COUNTED``); the floor
     returned is the set's ``floor_latency`` all the same."""
-    options = _layer_options(instance, counted)
+    return _restricted(instance, _layer_options(instance, counted), cells, deadline, share,
+                       counted)
+
+
+def _restricted(instance: PlacementInstance, options: list[list[_Option]], cells: int,
+                deadline: float | None, share: float, counted: bool,
+                ) -> tuple[float, Picks] | None:
+    """``floor_options`` on ``options`` (ranked ``counted`` or not): the option set and its
+    ``floor_latency``; None if the deadline passed or no set fits."""
     found = _diagram(instance, options, _nodes(instance, options, cells), math.inf, deadline,
                      restricted=True, share=share)
     if found is None or found[1] is None:
         return None
-    return (found[0] if counted else _picks_floor(instance, found[1])), found[1]
-
-
-def _picks_floor(instance: PlacementInstance, picks: Picks) -> float:
+    picks = found[1]
+    if counted:
+        return found[0], picks
     return floor_latency(instance, [ui for ui, _ in picks],
                          [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
-                                                                            strict=True)])
+                                                                            strict=True)]), picks
 
 
 def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
@@ -329,7 +336,7 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     before)."""
     deadline = time.perf_counter() + seconds
     options = _layer_options(instance)
-    primal = _layer_options(instance, PRIMAL_COUNTED)
+    primal = options if PRIMAL_COUNTED else _layer_options(instance, counted=False)
     best, largest, runs = 0.0, 0, 0
     picks, picks_ns = None, math.inf
     before: list[int] = []
@@ -340,14 +347,11 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         before = nodes
         t = time.perf_counter()
         if cells <= PRIMAL_CELLS or picks is None:
-            found = _diagram(instance, primal, _nodes(instance, primal, cells), math.inf,
-                             deadline, restricted=True)
-            if found is None:
+            found = _restricted(instance, primal, cells, deadline, 1.0, PRIMAL_COUNTED)
+            if found is None and time.perf_counter() > deadline:
                 break
-            if found[1] is not None:
-                value = found[0] if PRIMAL_COUNTED else _picks_floor(instance, found[1])
-                if value < picks_ns:
-                    picks_ns, picks = value, found[1]
+            if found is not None and found[0] < picks_ns:
+                picks_ns, picks = found
         bound = _diagram(instance, options, nodes, min(upper, picks_ns), deadline,
                          restricted=False, by=KEYS[runs % len(KEYS)])
         if bound is None:

@@ -407,7 +407,7 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
     core mode), nor, with sync communication, than the layer's serial work on all cores
     (each AG off its home sends and takes a slice and partial sums at both ends) over K.
     ``counted``: and no less than ``_counted_floor``, which counts the AGs a core can hold
-    (exact for the layer alone with no more replicas than cores)."""
+    (with no more replicas than cores)."""
     issue = issue or (lambda u: u.issue_ns)
     link = link or (lambda nbytes: nbytes / instance.link_bytes_per_ns)
     layer = instance.layers[li]
@@ -461,7 +461,9 @@ def _counted_floor(instance: PlacementInstance, li: int, ui: int, r: int, floor:
     with as many AGs at home as it can keep, which only lowers the link time; its crossbars
     and local memory), so some split of the r homes over the cores must give
     sum_k n_{h_k}(T) >= A r (a knapsack over h, K n_0 + max sum_j (n_{h_j} - n_0) with
-    sum_j h_j = r). Integral, so it sees what the sums cannot: vgg8-28's Conv_1 on PUMA
+    sum_j h_j = r): a relaxation, since a core that holds fewer than n_h keeps fewer at
+    home and its links may then take longer; on the tests' small instances it equals the
+    least floor by brute force. Integral, so it sees what the sums cannot: vgg8-28's Conv_1 on PUMA
     (252 AGs on 138 cores, sync) needs two AGs on its four home cores, or three on another
     core. With more replicas than cores, ``floor``."""
     layer = instance.layers[li]

@@ -180,7 +180,7 @@ def test_least_floor_places_a_roomier_option_set_when_the_best_does_not(monkeypa
     the restricted diagram runs again within each of ``ROOM_SHARES`` in turn, and the
     first new set that places is the incumbent: within that share of the crossbars and of
     the local memory."""
-    inst = case("memory")  # its best set uses all the local memory, 0.95 of it leaves one
+    inst = case("memory")  # held to 0.95 of the room, its best set differs (measured)
     real, offered = decompose._placed, []
 
     def placed(instance, objective, picks, known):

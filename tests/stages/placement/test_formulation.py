@@ -353,9 +353,9 @@ def test_home_floor_is_below_every_placement(kwargs):
 @pytest.mark.parametrize("cores", [2, 3])
 def test_home_floor_is_the_least_floor_of_the_layer_alone(kwargs, cores):
     """With as many cores as replicas or more, the floor counts how many AGs a core with h
-    homes can hold within a time (``_counted_floor``): it is exactly the least busiest-core
-    time of the layer over every placement of it (brute force), and above the sums alone
-    for some option (the case tests something)."""
+    homes can hold within a time (``_counted_floor``): on these instances it is the least
+    busiest-core time of the layer over every placement of it (brute force), and with sync
+    links above the sums alone for some option (the case tests something)."""
     inst = instance(cores, 3, "ll", **kwargs)
     others = [next(_layer_options(inst, li)) for li in range(len(inst.layers))]
     above = 0
