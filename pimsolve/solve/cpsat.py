@@ -9,6 +9,7 @@ alone); ``OPTIMAL`` means CP-SAT proved it.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,8 +59,8 @@ def parameters_text(options: SolveOptions) -> str:
             raise InputError(f"solver parameters: {exc}") from None
     params.random_seed = options.seed
     params.num_workers = options.workers
-    if options.workers > 1:
-        params.interleave_search = True
+    if options.workers > 1 and not params.HasField("interleave_search"):
+        params.interleave_search = True  # unless the expert parameters say otherwise
     if options.time_limit_s is not None:
         params.max_time_in_seconds = options.time_limit_s
     if options.relative_gap is not None:
@@ -88,19 +89,33 @@ def solve_cpsat(model: CpModel, options: SolveOptions | None = None, *,
     text = parameters_text(options)
     solver.parameters.parse_text_format(text)
     start = time.perf_counter()
+    last: list[float] = []  # when the last improving solution came
     callback = None
-    if on_solution is not None:
+    if on_solution is not None or options.stall_s is not None:
         class _Callback(CpSolverSolutionCallback):
             def on_solution_callback(self) -> None:
-                on_solution(time.perf_counter() - start, self.objective_value,
-                            self.best_objective_bound)
+                last.append(time.perf_counter())
+                if on_solution is not None:
+                    on_solution(last[-1] - start, self.objective_value,
+                                self.best_objective_bound)
 
         callback = _Callback()
+    done = threading.Event()
+    if options.stall_s is not None:
+        def watch() -> None:
+            while not done.wait(min(0.05, options.stall_s)):
+                if last and time.perf_counter() - last[-1] > options.stall_s:
+                    solver.stop_search()
+                    return
+
+        threading.Thread(target=watch, daemon=True).start()
     try:
         code = solver.solve(model, callback)
         interrupted = False
     except KeyboardInterrupt:  # pragma: no cover - interactive only
         code, interrupted = solver.status_name(), True
+    finally:
+        done.set()
     wall = time.perf_counter() - start
     if code == MODEL_INVALID:
         raise InternalError(f"CP-SAT rejected the model: {model.validate()}")

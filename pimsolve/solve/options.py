@@ -19,9 +19,12 @@ class SolveOptions:
     """Random seed of the engine."""
     workers: int = 1
     """Search workers; 1 (the default) is deterministic. With more, CP-SAT interleaves its
-    workers (``interleave_search``) so results stay reproducible."""
+    workers (``interleave_search``, unless ``params`` sets it) so results stay reproducible."""
     relative_gap: float | None = None
     """Stop once the relative gap is at most this (CP-SAT ``relative_gap_limit``, HiGHS
     ``mip_rel_gap``, CBC ``gapRel``); None keeps each engine's default."""
     params: str = ""
     """Expert engine parameters, for CP-SAT as SatParameters text, e.g. 'linearization_level:2'."""
+    stall_s: float | None = None
+    """CP-SAT: stop once this long (wall clock) has passed without a better solution since the
+    last one (a local search, which proves nothing, would otherwise run out its time)."""

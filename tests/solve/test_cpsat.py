@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pimsolve.errors import InputError
-from pimsolve.solve.cpsat import CpModel, solve_cpsat
+from pimsolve.solve.cpsat import CpModel, parameters_text, solve_cpsat
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason
 
@@ -62,3 +62,13 @@ def test_heuristic_status_never_claims_optimal() -> None:
     fields = SolveResult.__dataclass_fields__
     assert {"engine", "status", "objective", "bound", "gap", "wall_s", "deterministic_s",
             "seed", "stop_reason", "params"} <= set(fields)
+
+
+def test_workers_interleave_unless_the_parameters_say() -> None:
+    """Two workers interleave on one thread (reproducible) by default; expert parameters
+    that set ``interleave_search`` keep their choice (``packing`` runs its local search on
+    parallel threads)."""
+    assert "interleave_search: true" in parameters_text(SolveOptions(workers=2))
+    assert "interleave_search" not in parameters_text(SolveOptions(workers=1))
+    text = parameters_text(SolveOptions(workers=2, params="interleave_search: false"))
+    assert "interleave_search: false" in text

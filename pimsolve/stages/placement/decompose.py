@@ -31,7 +31,7 @@ from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
 from pimsolve.stages.placement.baselines import even_search, level_search, spread
 from pimsolve.stages.placement.diagram import PRIMAL_COUNTED, diagram_bound, floor_options
-from pimsolve.stages.placement.evaluate import LayerCounts, predict
+from pimsolve.stages.placement.evaluate import LayerCounts, floor_latency, predict
 from pimsolve.stages.placement.formulation import (
     PlacementModel,
     build_master,
@@ -42,6 +42,7 @@ from pimsolve.stages.placement.formulation import (
 )
 from pimsolve.stages.placement.instance import PlacementInstance
 from pimsolve.stages.placement.local import polish
+from pimsolve.stages.placement.packing import pack_exact
 from pimsolve.stages.placement.search import Picks, search_options
 
 __all__ = ["solve_decomposed", "picks_of"]
@@ -72,6 +73,18 @@ POLISH_TIME = 0.2
 """Of the least floor's time, what ``local.polish`` may take, after it, on the placement of
 its option set (it stops sooner where no move helps: vgg8-28/PUMA LL 496.9 -> 488.0 us in
 0.3 s, resnet18-28/PUMA 664.0 -> 658.0 in 1 s, both their option set's floor)."""
+PACK_SHARE = 0.9
+"""Of the time left, what ``packing.pack_exact`` may take to place an option set no greedy
+placement fits (its local search improves with time: resnet34/Arch-C HT, 1875 us in 2 s,
+653 us in 5 s, 627.2 us, the master's bound, in 8 s); the subproblem, seeded with it, has
+the rest."""
+PACK_S = 8.0
+"""``pack_exact``'s time at most (it stops early only at its objective's bound)."""
+PACK_ABOVE = 0.01
+"""LL: the diagram's option set is packed too when its greedy placement, polished, is more
+than this above the set's floor (or there is none)."""
+PACK_LL = 0.5
+"""LL: of the time left after the diagram, what packing its option set may take."""
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
@@ -149,7 +162,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     if instance.mode == "ll" and objective == "latency":
         least_floor, placed = _least_floor(
             instance, best, known, stats,
-            DIAGRAM_SHARE * limit if limit < math.inf else DIAGRAM_S, began + limit)
+            DIAGRAM_SHARE * limit if limit < math.inf else DIAGRAM_S, began + limit, options)
         lower = least_floor
         if placed is not None and (best is None or placed[0] < best):
             best, best_counts = placed
@@ -214,6 +227,12 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             break
         sub = build_model(instance, objective, picks=picks)
         placed = _placed(instance, objective, picks, known)
+        if placed is None:  # no greedy placement fits: the packing model's, if it finds one
+            left = limit - (time.perf_counter() - began)
+            t = time.perf_counter()
+            placed = _packed(instance, objective, picks, known,
+                             min(PACK_SHARE * left, PACK_S), options)
+            stats["packing_s"] = stats.get("packing_s", 0.0) + time.perf_counter() - t
         seed = placed[1] if placed is not None else None
         # a placement of z* already: an incumbent whatever CP-SAT finds
         if placed is not None and (best is None or placed[0] < best):
@@ -312,13 +331,15 @@ def _search(instance: PlacementInstance, objective: str, start: list[LayerCounts
 def _least_floor(instance: PlacementInstance, upper: float | None,
                  known: dict[Picks, list[LayerCounts]], stats: dict[str, float],
                  seconds: float, deadline: float = math.inf,
+                 options: SolveOptions | None = None,
                  ) -> tuple[int, tuple[float, list[LayerCounts]] | None]:
     """LL latency: ``diagram_bound`` in ticks (a lower bound on every placement's latency),
     below ``upper`` (model units; a known placement's), and the placement (``_placed``) of
     the option set its restricted diagram found (or, where none fits it, of the first set
     that places of the restricted diagrams within ``ROOM_SHARES``), improved by
-    ``local.polish``, those two within ``deadline`` (``time.perf_counter``); time, budget and
-    bound go to ``stats``."""
+    ``local.polish``; where that is not within ``PACK_ABOVE`` of the diagram's set's floor,
+    also ``_packed``'s placement of that set, polished, if better. All within ``deadline``
+    (``time.perf_counter``); time, budget and bound go to ``stats``."""
     scale = objective_scale("latency")
     t = time.perf_counter()
     found = diagram_bound(instance, seconds, upper=math.inf if upper is None else upper / scale)
@@ -341,16 +362,42 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
             if (placed := _placed(instance, "latency", roomy[1], known)) is not None:
                 stats["room_share"] = share
                 break
-    if placed is not None:
+    placed = _polished(instance, placed, known, stats, seconds, deadline)
+    if found.picks and (placed is None or placed[0] > _floor_units(instance, found.picks)
+                        * (1 + PACK_ABOVE)):
         t = time.perf_counter()
-        counts = polish(instance, placed[1],
-                        max(0.0, min(POLISH_TIME * seconds, deadline - time.perf_counter())))
-        stats["polish_s"] = time.perf_counter() - t
-        value = _model_units(instance, "latency", counts)
-        if value < placed[0]:
-            placed = value, counts
-            known[picks_of(instance, counts)] = counts
+        packed = _packed(instance, "latency", found.picks, known,
+                         min(PACK_LL * max(0.0, deadline - t), PACK_S), options or SolveOptions())
+        stats["packing_s"] = time.perf_counter() - t
+        packed = _polished(instance, packed, known, stats, seconds, deadline)
+        if packed is not None and (placed is None or packed[0] < placed[0]):
+            placed = packed
     return ticks, placed
+
+
+def _floor_units(instance: PlacementInstance, picks: Picks) -> float:
+    """LL: ``evaluate.floor_latency`` of ``picks`` in model units."""
+    reps = [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
+                                                               strict=True)]
+    return floor_latency(instance, [ui for ui, _ in picks], reps) * objective_scale("latency")
+
+
+def _polished(instance: PlacementInstance, placed: tuple[float, list[LayerCounts]] | None,
+              known: dict[Picks, list[LayerCounts]], stats: dict[str, float], seconds: float,
+              deadline: float) -> tuple[float, list[LayerCounts]] | None:
+    """``placed`` improved by ``local.polish`` (``POLISH_TIME`` of ``seconds``, by
+    ``deadline``), in model units."""
+    if placed is None:
+        return None
+    t = time.perf_counter()
+    counts = polish(instance, placed[1],
+                    max(0.0, min(POLISH_TIME * seconds, deadline - time.perf_counter())))
+    stats["polish_s"] = stats.get("polish_s", 0.0) + time.perf_counter() - t
+    value = _model_units(instance, "latency", counts)
+    if value >= placed[0]:
+        return placed
+    known[picks_of(instance, counts)] = counts
+    return value, counts
 
 
 def _placed(instance: PlacementInstance, objective: str, picks: Picks,
@@ -358,6 +405,22 @@ def _placed(instance: PlacementInstance, objective: str, picks: Picks,
     """``_seed``'s placement of ``picks`` (which joins ``known``) and its value in model
     units; None if no greedy placement fits."""
     counts = _seed(instance, objective, picks, known)
+    if counts is None:
+        return None
+    known[picks] = counts
+    return _model_units(instance, objective, counts), counts
+
+
+def _packed(instance: PlacementInstance, objective: str, picks: Picks,
+            known: dict[Picks, list[LayerCounts]], seconds: float,
+            options: SolveOptions) -> tuple[float, list[LayerCounts]] | None:
+    """``packing.pack_exact``'s placement of ``picks`` (which joins ``known``) and its value
+    in model units; None if it finds none in ``seconds``."""
+    choices = [ui for ui, _ in picks]
+    reps = [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
+                                                               strict=True)]
+    counts = pack_exact(instance, choices, reps, seconds=seconds, seed=options.seed or 0,
+                        workers=options.workers)
     if counts is None:
         return None
     known[picks] = counts

@@ -199,7 +199,8 @@ def test_time_limit_keeps_the_start():
 
 
 def test_a_parked_option_set_keeps_the_bound_valid(monkeypatch):
-    """A subproblem no greedy placement seeds that finds nothing in its share is parked: the
+    """A subproblem no greedy placement (nor the packing model) seeds that finds nothing in
+    its share is parked: the
     master moves on to other options, the bound stays at most the parked set's master value
     (it still bounds the brute-force optimum), and once the master has nothing else, the
     parked set gets the time left."""
@@ -220,6 +221,7 @@ def test_a_parked_option_set_keeps_the_bound_valid(monkeypatch):
 
     monkeypatch.setattr(decompose, "solve_model", first_subproblem_finds_nothing)
     monkeypatch.setattr(decompose, "_seed", lambda *args: None)
+    monkeypatch.setattr(decompose, "_packed", lambda *args: None)  # nor the packing model
     result, counts = solve_decomposed(inst, "throughput", "cpsat",
                                       SolveOptions(time_limit_s=60, relative_gap=0))
     assert result.stats["parked"] == 1 and len(calls) >= 2

@@ -22,7 +22,7 @@ from pimsolve.frontend.load import load_onnx
 from pimsolve.lowering import lower
 from pimsolve.solve.options import SolveOptions
 from pimsolve.stages.placement import decompose, diagram
-from pimsolve.stages.placement.baselines import BASELINES
+from pimsolve.stages.placement.baselines import BASELINES, check_counts
 from pimsolve.stages.placement.diagram import KEYS, diagram_bound, floor_bound, floor_options
 from pimsolve.stages.placement.evaluate import floor_latency, predict
 from pimsolve.stages.placement.formulation import objective_scale
@@ -188,6 +188,7 @@ def test_least_floor_places_a_roomier_option_set_when_the_best_does_not(monkeypa
         return None if len(offered) == 1 else real(instance, objective, picks, known)
 
     monkeypatch.setattr(decompose, "_placed", placed)
+    monkeypatch.setattr(decompose, "_packed", lambda *args: None)  # nor the packing model
     stats: dict[str, float] = {}
     ticks, found = decompose._least_floor(inst, None, {}, stats, 5.0)
     assert found is not None and len(offered) >= 2
@@ -196,6 +197,26 @@ def test_least_floor_places_a_roomier_option_set_when_the_best_does_not(monkeypa
     picks = decompose.picks_of(inst, found[1])
     assert picks == offered[-1] and _fits(inst, picks, share)
     assert ticks <= found[0]
+
+
+def test_least_floor_packs_the_best_set_when_no_greedy_places_it(monkeypatch):
+    """The same refusal with the packing model (``packing.pack_exact``) at hand: it places
+    the restricted diagram's own option set, which beats the roomier set's placement."""
+    inst = case("memory")
+    real, offered = decompose._placed, []
+
+    def placed(instance, objective, picks, known):
+        offered.append(picks)
+        return None if len(offered) == 1 else real(instance, objective, picks, known)
+
+    monkeypatch.setattr(decompose, "_placed", placed)
+    stats: dict[str, float] = {}
+    ticks, found = decompose._least_floor(inst, None, {}, stats, 5.0)
+    assert found is not None and stats["packing_s"] > 0
+    assert decompose.picks_of(inst, found[1]) == offered[0]
+    assert check_counts(inst, found[1]) is None
+    roomy = real(inst, "latency", offered[-1], {})
+    assert ticks <= found[0] <= roomy[0]
 
 
 def test_an_unknown_grouping_is_refused():
