@@ -21,12 +21,11 @@ import numpy as np
 from pimsolve.solve.model import Expr, IntModel, Var, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.stages.placement.evaluate import LayerCounts
+from pimsolve.stages.placement.formulation import TICKS_PER_NS
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["pack_exact"]
 
-TICKS_PER_NS = 100
-"""The models' time unit, as the formulation's (0.01 ns); coefficients are rounded up."""
 SEARCH = "use_ls_only: true interleave_search: false"
 """CP-SAT's local search alone (feasibility jump, violation LS, LNS), its workers in parallel
 threads. On resnet34/Arch-C (HT) its tree search finds no packing in 5 s (the subproblem,
@@ -39,6 +38,7 @@ STALL_S = 1.0
 
 
 def _ticks(ns: float) -> int:
+    """ns in the formulation's ticks, rounded up."""
     return math.ceil(ns * TICKS_PER_NS - 1e-9)
 
 
