@@ -81,10 +81,10 @@ def test_a_stalled_local_search_stops_before_its_limit() -> None:
     model = CpModel()
     x = [model.new_bool_var(f"x[{i}]") for i in range(200)]
     weight = [(37 * i * i + 11 * i) % 97 + 20 for i in range(200)]
-    model.add(sum(w * v for w, v in zip(weight, x)) <= 2000)
+    model.add(sum(w * v for w, v in zip(weight, x, strict=True)) <= 2000)
     model.add(sum(((31 * i) % 17 + 3) * v for i, v in enumerate(x)) <= 400)
     model.maximize(sum(((53 * i + 7 * i * i) % 89 + 15) * v for i, v in enumerate(x)))
     result, values = solve_cpsat(model, SolveOptions(
         time_limit_s=30, stall_s=0.2, params="use_ls_only: true"))
     assert result.status == Status.FEASIBLE and result.wall_s < 10
-    assert sum(w * values(v) for w, v in zip(weight, x)) <= 2000
+    assert sum(w * values(v) for w, v in zip(weight, x, strict=True)) <= 2000
