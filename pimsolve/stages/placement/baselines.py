@@ -20,6 +20,7 @@ The methods ignore the objective (as in PIMCOMP-NN): they only balance the AG ti
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -319,12 +320,14 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
         ``home`` takes on when the core is another (its partial sums)."""
         keys = []
         for parts in (load, own[layer]):
-            worst = _busiest(instance, {name: v + add.get(name, 0.0)
+            worst = _busiest(instance, {name: v + add[name] if name in add else v
                                         for name, v in parts.items()})
-            if home is not None:
-                back = _busiest(instance, {name: v[home:home + 1] + returns.get(name, 0.0)
+            if home is not None:  # the home's busiest, as a number: this runs per AG
+                back = _busiest(instance, {name: float(v[home]) + returns.get(name, 0.0)
                                            for name, v in parts.items()})
-                worst = np.where(np.arange(k) == home, worst, np.maximum(worst, back))
+                kept_home = worst[home]
+                worst = np.maximum(worst, back)
+                worst[home] = kept_home
             keys.append(worst)
         if most is not None:  # few layers a core: a layer opens a new core only when full
             keys.append(y[layer] == 0)
@@ -641,10 +644,10 @@ def _core_loads(instance: PlacementInstance) -> dict[str, np.ndarray]:
 
 
 def _busiest(instance: PlacementInstance, load: dict[str, np.ndarray]) -> np.ndarray:
-    """Per core, the busiest of the per-core resources in ``load`` (issue, vfu, local, gport,
-    net_in, net_out) and, with sync communication, of their transfers and MVM issue added
-    up (transfers block their cores)."""
-    worst = np.max(list(load.values()), axis=0)
+    """Per core (or, given numbers, for one), the busiest of the per-core resources in
+    ``load`` (issue, vfu, local, gport, net_in, net_out) and, with sync communication, of
+    their transfers and MVM issue added up (transfers block their cores)."""
+    worst = functools.reduce(np.maximum, load.values())  # not np.max of a list: half the time
     if instance.sync:
         worst = np.maximum(worst, load["issue"] + load["net_in"] + load["net_out"])
     return worst
