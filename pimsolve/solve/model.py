@@ -231,7 +231,11 @@ def _cp_model(model: IntModel):
 def _solve_cpsat(model: IntModel, options: SolveOptions, hint, progress):
     from pimsolve.solve.cpsat import solve_cpsat
 
+    began = time.perf_counter()
     cp, xs = _cp_model(model)
+    if options.time_limit_s is not None:  # the limit covers building CP-SAT's model
+        options = replace(options, time_limit_s=max(
+            MIN_TIME_LIMIT_S, options.time_limit_s - (time.perf_counter() - began)))
     pairs = [(xs[var.index], int(value)) for var, value in (hint or {}).items()]
     on_solution = None if progress is None else (
         lambda wall, objective, bound: progress(Progress(wall, objective, bound)))

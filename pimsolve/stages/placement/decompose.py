@@ -80,6 +80,10 @@ placement fits (its local search improves with time: resnet34/Arch-C HT, 1875 us
 the rest."""
 PACK_S = 8.0
 """``pack_exact``'s time at most (it stops early only at its objective's bound)."""
+PACK_MIN_S = 1.0
+"""Less time than this, and no packing is tried: building its model takes a good part of it
+on a large instance (resnet34 on ISAAC's 168 cores, about 2 s), and the local search needs
+about a second to find a first placement (resnet34/ISAAC LL, 0.8 s: none)."""
 PACK_ABOVE = 0.01
 """LL: the diagram's option set is packed too when its greedy placement, polished, is more
 than this above the set's floor (or there is none)."""
@@ -415,7 +419,10 @@ def _packed(instance: PlacementInstance, objective: str, picks: Picks,
             known: dict[Picks, list[LayerCounts]], seconds: float,
             options: SolveOptions) -> tuple[float, list[LayerCounts]] | None:
     """``packing.pack_exact``'s placement of ``picks`` (which joins ``known``) and its value
-    in model units; None if it finds none in ``seconds``."""
+    in model units; None if it finds none in ``seconds`` (or these are under
+    ``PACK_MIN_S``)."""
+    if seconds < PACK_MIN_S:
+        return None
     choices = [ui for ui, _ in picks]
     reps = [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
                                                                strict=True)]
