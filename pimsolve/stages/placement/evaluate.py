@@ -414,15 +414,23 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
     u, m = layer.choices[ui], layer.windows_per_replica(layer.replications[ri])
     most = min(u.ags, instance.crossbars_per_core // u.crossbars_per_ag)
     least = u.ags if instance.computing_mode == "CM" else 1
-    best = None
-    for kept in range(least, max(least, most) + 1):
-        away = u.ags - kept
-        busy = [issue(u) * kept,
-                link(u.out_bytes) * away + link(layer.input_bytes),
-                link(u.in_bytes) * away + link(layer.store_bytes)]
-        if instance.sync:
-            busy.append(busy[0] + busy[1] + busy[2])
-        best = max(busy) if best is None else min(best, max(busy))
+    t_issue, t_out, t_in = issue(u), link(u.out_bytes), link(u.in_bytes)
+    t_load, t_store = link(layer.input_bytes), link(layer.store_bytes)
+
+    def busiest(kept: int):
+        busy = [t_issue * kept, t_out * (u.ags - kept) + t_load,
+                t_in * (u.ags - kept) + t_store]
+        return max(*busy, sum(busy)) if instance.sync else max(busy)
+
+    # a maximum of lines in ``kept``, so convex: bisect for its least value
+    lo, hi = least, max(least, most)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if busiest(mid + 1) >= busiest(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    best = busiest(lo)
     r, cores = layer.replications[ri], instance.cores
     # some core holds ceil(A r / K) of the layer's AGs (whole replicas in core mode)
     crowded = u.ags * -(-r // cores) if instance.computing_mode == "CM" else -(-u.ags * r // cores)
