@@ -130,8 +130,9 @@ def _ready(instance: PlacementInstance, li: int, done: dict[int, np.ndarray],
             last = e.prefix_last(windows, made.shape[1])
             ready = np.maximum(ready, np.maximum.accumulate(made, axis=1)[:, last])
             continue
-        for column in e.reads.T:
-            ready = np.maximum(ready, np.where(column >= 0, made[:, np.maximum(column, 0)], 0))
+        padded = np.concatenate([made, np.zeros((len(made), 1), dtype=made.dtype)], axis=1)
+        for column in e.reads.T:  # -1 (no read) takes the zero column; one gather a column
+            np.maximum(ready, padded[:, column], out=ready)
     return ready
 
 
