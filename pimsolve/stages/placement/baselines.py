@@ -283,7 +283,7 @@ def _even_order(instance: PlacementInstance, choices: Sequence[int],
 
 def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int],
          order: Sequence[int] | None = None, homes_first: bool = False,
-         ) -> list[LayerCounts] | None:
+         aligned: bool = False) -> list[LayerCounts] | None:
     """LL: every layer's replicas spread over as many cores as they can use, so that no core
     paces a layer (``evaluate.core_floors``) more than it must; None when they do not fit.
 
@@ -303,6 +303,12 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
     are both nearly full (224x224 inputs on ISAAC: homes of 12 to 36 KB in 60.5 KB cores,
     99.8% of the crossbars), placing homes between the AGs leaves no core with room for
     the last ones.
+
+    With ``aligned`` (several chips), among the cores where the layer's own busiest grows
+    least, replica j of r goes nearest chip floor((j + 1/2) chips / r): every layer spreads
+    its replicas over the chips in the same order and shares, so that each chip takes the
+    windows it makes itself (``evaluate.chip_crossings``: replicas take their window ranges
+    in core order) and few cross the off-chip link.
     """
     n, k = len(instance.layers), instance.cores
     most, link = instance.max_layers_per_core, instance.link_bytes_per_ns
@@ -315,9 +321,10 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
     own = [{name: np.zeros(k) for name in ("issue", "net_in", "net_out")} for _ in range(n)]
 
     def pick(layer: int, fits: np.ndarray, add: dict[str, np.ndarray], home: int | None = None,
-             returns: dict[str, float] | None = None) -> int:
+             returns: dict[str, float] | None = None, near: np.ndarray | None = None) -> int:
         """The best fitting core for what ``add`` puts on each core; ``returns``: what the
-        ``home`` takes on when the core is another (its partial sums)."""
+        ``home`` takes on when the core is another (its partial sums); ``near``: ranks
+        cores after the layer's own busiest, before all the layers'."""
         keys = []
         for parts in (load, own[layer]):
             worst = _busiest(instance, {name: v + add[name] if name in add else v
@@ -329,6 +336,8 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
                 worst = np.maximum(worst, back)
                 worst[home] = kept_home
             keys.append(worst)
+        if near is not None:
+            keys.insert(1, near)
         if most is not None:  # few layers a core: a layer opens a new core only when full
             keys.append(y[layer] == 0)
         ranked = np.lexsort((-free, *keys))
@@ -353,7 +362,11 @@ def even(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
         fits = allowed(i) & (free >= kept(i) * u.crossbars_per_ag) & (mem >= home_bytes)
         if not fits.any():
             return None
-        home = pick(i, fits, {name: np.full(k, v) for name, v in home_add.items()})
+        near = None
+        if aligned:
+            target = (2 * int(rho[i].sum()) + 1) * instance.chips // (2 * reps[i])
+            near = np.abs(chip - target)
+        home = pick(i, fits, {name: np.full(k, v) for name, v in home_add.items()}, near=near)
         for name, v in home_add.items():
             load[name][home] += v
             if name in own[i]:
@@ -433,16 +446,20 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
     homes first, in each the layer whose D_l (``evaluate.whole_ns``) is furthest above its
     option's floor moved to the front of the order each time (placed first, it takes the
     cores it needs before the others fill them), until that layer is at its floor or in
-    front already, or ``EVEN_TRIES`` ends. vgg8-28 on PUMA, the restricted diagram's option
-    set (floor 488.0 us; 446.8 before ``home_floor`` counted the AGs a core holds): 543.5 us
-    in the default order; Conv_1, then Conv_3 first, 496.9 us."""
+    front already, or ``EVEN_TRIES`` ends; on several chips, each also ``aligned``.
+    vgg8-28 on PUMA, the restricted diagram's option set (floor 488.0 us; 446.8 before
+    ``home_floor`` counted the AGs a core holds): 543.5 us in the default order; Conv_1,
+    then Conv_3 first, 496.9 us. resnet18-28 on Arch-C (16 chips), its set: 367.4 us,
+    aligned 339.5 us, the set's floor."""
     n = len(instance.layers)
     floor = [floor_whole(instance, i, choices[i], instance.layers[i].replications.index(r))
              for i, r in enumerate(reps)]
     best, value = None, math.inf
-    for homes_first in (False, True):
+    for homes_first, aligned in itertools.product((False, True), (False, True)):
+        if aligned and instance.chips == 1:
+            continue
         order = None
-        current = even(instance, choices, reps, homes_first=homes_first)
+        current = even(instance, choices, reps, homes_first=homes_first, aligned=aligned)
         for attempt in range(EVEN_TRIES + 1):
             if current is None:
                 break
@@ -456,7 +473,7 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
                 break
             order = [worst, *(i for i in (order or _even_order(instance, choices, reps))
                               if i != worst)]
-            current = even(instance, choices, reps, order, homes_first)
+            current = even(instance, choices, reps, order, homes_first, aligned)
     return best
 
 

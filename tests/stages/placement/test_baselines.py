@@ -29,6 +29,7 @@ from pimsolve.stages.placement.baselines import (
 from pimsolve.stages.placement.diagram import floor_options
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
+    chip_crossings,
     counts_of,
     decode,
     floor_latency,
@@ -416,6 +417,31 @@ def test_even_places_validly(name, homes_first) -> None:
             assert check_counts(inst, counts) is None
             assert [c.replication for c in counts] == reps
     assert placed >= 20
+
+
+@pytest.mark.parametrize("homes_first", [False, True])
+def test_even_aligned_crosses_chips_less(homes_first) -> None:
+    """Two chips of three cores, the 40 random option sets that both ways place: aligned,
+    every placement is valid; with the homes among the AGs, no set sends more bytes across
+    the chips than unaligned and 27 send fewer (5616 against 15880 in all, measured); either
+    way the latencies add up to less (homes first: 7.76 against 18.80 ms)."""
+    inst = even_case("chips")
+    sent = {False: 0, True: 0}
+    latency = {False: 0.0, True: 0.0}
+    for choices, reps in random_option_sets(inst, 40):
+        placed = {a: even(inst, choices, reps, homes_first=homes_first, aligned=a)
+                  for a in (False, True)}
+        if None in placed.values():
+            continue
+        assert check_counts(inst, placed[True]) is None
+        crossing = {a: sum(chip_crossings(inst, c).edge_bytes.values())
+                    for a, c in placed.items()}
+        assert homes_first or crossing[True] <= crossing[False]
+        for a, c in placed.items():
+            sent[a] += crossing[a]
+            latency[a] += predict(inst, c).time_ns
+    assert latency[True] < latency[False]
+    assert homes_first or sent[True] < sent[False]
 
 
 def test_even_homes_first_places_where_homes_fill_the_memory() -> None:
