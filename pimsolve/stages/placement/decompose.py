@@ -85,8 +85,10 @@ PACK_MIN_S = 1.0
 on a large instance (resnet34 on ISAAC's 168 cores, about 2 s), and the local search needs
 about a second to find a first placement (resnet34/ISAAC LL, 0.8 s: none)."""
 PACK_ABOVE = 0.01
-"""LL: the diagram's option set is packed too when its greedy placement, polished, is more
-than this above the set's floor (or there is none)."""
+"""LL: the diagram's option set is packed where no greedy placement fits it, and on several
+chips also where its greedy placement, polished, is more than this above the set's floor
+(on one chip the packing's traffic says little about latency: resnet34/ISAAC, 2.1 s,
+none found)."""
 PACK_LL = 0.5
 """LL: of the time left after the diagram, what packing its option set may take."""
 UNSEEDED_SHARE = 0.25
@@ -341,8 +343,9 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
     below ``upper`` (model units; a known placement's), and the placement (``_placed``) of
     the option set its restricted diagram found (or, where none fits it, of the first set
     that places of the restricted diagrams within ``ROOM_SHARES``), improved by
-    ``local.polish``; where that is not within ``PACK_ABOVE`` of the diagram's set's floor,
-    also ``_packed``'s placement of that set, polished, if better. All within ``deadline``
+    ``local.polish``; where no greedy placement fits the diagram's set or (several chips)
+    that is not within ``PACK_ABOVE`` of its floor, also ``_packed``'s placement of the
+    set, polished, if better. All within ``deadline``
     (``time.perf_counter``); time, budget and bound go to ``stats``."""
     scale = objective_scale("latency")
     t = time.perf_counter()
@@ -352,6 +355,7 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
     stats.update(diagram_s=time.perf_counter() - t, diagram_cells=float(found.cells),
                  diagram_bound=float(ticks))
     placed = _placed(instance, "latency", found.picks, known) if found.picks else None
+    greedy_fits = placed is not None
     if placed is None:
         until = min(deadline, time.perf_counter() + ROOM_TIME * seconds)
         tried = {found.picks}
@@ -367,8 +371,8 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
                 stats["room_share"] = share
                 break
     placed = _polished(instance, placed, known, stats, seconds, deadline)
-    if found.picks and (placed is None or placed[0] > _floor_units(instance, found.picks)
-                        * (1 + PACK_ABOVE)):
+    if found.picks and (not greedy_fits or instance.chips > 1 and placed[0] > _floor_units(
+            instance, found.picks) * (1 + PACK_ABOVE)):
         t = time.perf_counter()
         packed = _packed(instance, "latency", found.picks, known,
                          min(PACK_LL * max(0.0, deadline - t), PACK_S), options or SolveOptions())
