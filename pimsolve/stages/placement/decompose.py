@@ -79,7 +79,8 @@ placement fits (its local search improves with time: resnet34/Arch-C HT, 1875 us
 653 us in 5 s, 627.2 us, the master's bound, in 8 s); the subproblem, seeded with it, has
 the rest."""
 PACK_S = 8.0
-"""``pack_exact``'s time at most (it stops early only at its objective's bound)."""
+"""``pack_exact``'s time at most (it stops early at its objective's bound, or once its local
+search has found nothing better for ``packing.STALL_S``)."""
 PACK_MIN_S = 1.0
 """Less time than this, and no packing is tried: building its model takes a good part of it
 on a large instance (resnet34 on ISAAC's 168 cores, about 2 s), and the local search needs

@@ -417,7 +417,7 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
     t_issue, t_out, t_in = issue(u), link(u.out_bytes), link(u.in_bytes)
     t_load, t_store = link(layer.input_bytes), link(layer.store_bytes)
 
-    def busiest(kept: int):
+    def busiest(kept: int) -> float:
         busy = [t_issue * kept, t_out * (u.ags - kept) + t_load,
                 t_in * (u.ags - kept) + t_store]
         return max(*busy, sum(busy)) if instance.sync else max(busy)
