@@ -41,7 +41,7 @@ from pimsolve.stages.placement.formulation import (
     objective_scale,
 )
 from pimsolve.stages.placement.instance import PlacementInstance
-from pimsolve.stages.placement.local import polish, polish_cycle
+from pimsolve.stages.placement.local import polish
 from pimsolve.stages.placement.packing import pack_exact
 from pimsolve.stages.placement.search import Picks, search_options
 
@@ -92,10 +92,6 @@ chips also where its greedy placement, polished, is more than this above the set
 none found)."""
 PACK_LL = 0.5
 """LL: of the time left after the diagram, what packing its option set may take."""
-CYCLE_SHARE = 0.3
-"""HT cycle time: of the time left, what ``local.polish_cycle`` may take on the start and on
-each greedy seed (it stops sooner where no move helps: resnet18-28/PUMA HT, the first
-master's option set, 448.0 -> 363.6 us in 1.6 s; vgg8-28/PUMA HT 300.8 -> 294.4 us in 1 s)."""
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
@@ -163,14 +159,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     best: float | None = None
     best_counts: list[LayerCounts] | None = None
     known: dict[Picks, list[LayerCounts]] = {}
-    cycle = instance.mode == "ht" and objective in ("throughput", "latency")
     if start is not None and (p := picks_of(instance, start)) is not None:
         known[p] = start
         best, best_counts = _model_units(instance, objective, start), start
-        if cycle:
-            best, best_counts = _cycle_polished(instance, objective, (best, start), known,
-                                                CYCLE_SHARE * limit if limit < math.inf
-                                                else SEARCH_S)
     lower = 0.0
     stats = {"iterations": 0.0, "master_s": 0.0, "subproblem_s": 0.0, "subproblems_optimal": 0.0,
              "parked": 0.0, "search_s": 0.0}
@@ -243,10 +234,6 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             break
         sub = build_model(instance, objective, picks=picks)
         placed = _placed(instance, objective, picks, known)
-        if cycle and placed is not None:
-            left = limit - (time.perf_counter() - began)
-            placed = _cycle_polished(instance, objective, placed, known,
-                                     CYCLE_SHARE * left if limit < math.inf else SEARCH_S)
         if placed is None:  # no greedy placement fits: the packing model's, if it finds one
             left = limit - (time.perf_counter() - began)
             t = time.perf_counter()
@@ -416,19 +403,6 @@ def _polished(instance: PlacementInstance, placed: tuple[float, list[LayerCounts
                     max(0.0, min(POLISH_TIME * seconds, deadline - time.perf_counter())))
     stats["polish_s"] = stats.get("polish_s", 0.0) + time.perf_counter() - t
     value = _model_units(instance, "latency", counts)
-    if value >= placed[0]:
-        return placed
-    known[picks_of(instance, counts)] = counts
-    return value, counts
-
-
-def _cycle_polished(instance: PlacementInstance, objective: str,
-                    placed: tuple[float, list[LayerCounts]], known: dict[Picks, list[LayerCounts]],
-                    seconds: float) -> tuple[float, list[LayerCounts]]:
-    """HT: ``placed`` improved by ``local.polish_cycle`` for at most ``seconds``, in model
-    units (the better one joins ``known``)."""
-    counts = polish_cycle(instance, placed[1], max(0.0, seconds))
-    value = _model_units(instance, objective, counts)
     if value >= placed[0]:
         return placed
     known[picks_of(instance, counts)] = counts

@@ -26,8 +26,7 @@ __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOU
            "core_busy",
            "offchip_floors", "home_floor", "floor_latency", "floor_whole", "PERIOD_NS",
            "period_ns", "replica_done",
-           "memory_per_core", "ChipCrossings", "chip_crossings", "layer_per_core",
-           "CORE_RESOURCES"]
+           "memory_per_core", "ChipCrossings", "chip_crossings"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
              "offchip", "path")
@@ -79,47 +78,31 @@ class Prediction:
 
 def per_core(instance: PlacementInstance, counts: list[LayerCounts]) -> dict[str, np.ndarray]:
     """Busy time (ns) of every per-core resource, per core."""
-    out = {name: np.zeros(instance.cores) for name in CORE_RESOURCES}
-    if instance.mode == "ht":
-        out["vfu"] += instance.vector_core_ns["vfu"]
-        out["gport"] += instance.vector_core_ns["gport"]
-    for li, c in enumerate(counts):
-        for name, value in layer_per_core(instance, li, c).items():
-            out[name] += value
-    if not instance.sync:
-        del out["serial"]
-    return out
-
-
-CORE_RESOURCES = ("issue", "vfu", "local", "gport", "net_out", "net_in", "serial")
-"""The per-core resources of ``per_core`` (``serial`` with sync communication only)."""
-
-
-def layer_per_core(instance: PlacementInstance, li: int, c: LayerCounts,
-                   at: np.ndarray | slice = slice(None)) -> dict[str, np.ndarray]:
-    """Layer ``li``'s share of ``per_core``'s resources on the cores ``at`` (all by default):
-    a core's resources depend on its own counts alone, so a move of one AG between two
-    cores changes the values of those two."""
-    layer = instance.layers[li]
+    k = instance.cores
+    out = {name: np.zeros(k) for name in ("issue", "vfu", "local", "gport", "net_out",
+                                          "net_in")}
+    out["vfu"] += instance.vector_core_ns["vfu"] if instance.mode == "ht" else 0.0
+    out["gport"] += instance.vector_core_ns["gport"] if instance.mode == "ht" else 0.0
     link = instance.link_bytes_per_ns
-    u = layer.choices[c.choice]
-    m = layer.windows_per_replica(c.replication)
-    rho = np.asarray(c.rho)[at]
-    py, prho, pell = np.asarray(c.y)[at] * m, rho * m, np.asarray(c.ell)[at] * m
-    out_ags = u.ags * prho - pell  # AG-windows of home replicas run elsewhere
-    in_ags = py - pell  # AG-windows run here for replicas homed elsewhere
-    out = {"issue": u.issue_ns * py, "vfu": u.home_vfu_ns * prho, "local": u.home_local_ns * prho}
-    net_out = (u.in_bytes * out_ags + u.out_bytes * in_ags) / link
-    net_in = (u.out_bytes * out_ags + u.in_bytes * in_ags) / link
-    if instance.mode == "ht":
-        loads = layer.core_load_bytes(layer.replications.index(c.replication), rho)
-        out["gport"] = (loads + prho * layer.store_bytes) / instance.gm_bytes_per_ns
-    else:
-        out["gport"] = np.zeros_like(net_in)
-        net_in = net_in + prho * layer.input_bytes / link
-        net_out = net_out + prho * layer.store_bytes / link
-    out["net_out"], out["net_in"] = net_out, net_in
-    out["serial"] = out["issue"] + net_in + net_out
+    for layer, c in zip(instance.layers, counts, strict=True):
+        u = layer.choices[c.choice]
+        m = layer.windows_per_replica(c.replication)
+        py, prho, pell = c.y * m, c.rho * m, c.ell * m
+        out_ags = u.ags * prho - pell  # AG-windows of home replicas run elsewhere
+        in_ags = py - pell  # AG-windows run here for replicas homed elsewhere
+        out["issue"] += u.issue_ns * py
+        out["vfu"] += u.home_vfu_ns * prho
+        out["local"] += u.home_local_ns * prho
+        if instance.mode == "ht":
+            loads = layer.core_load_bytes(layer.replications.index(c.replication), c.rho)
+            out["gport"] += (loads + prho * layer.store_bytes) / instance.gm_bytes_per_ns
+        else:
+            out["net_in"] += prho * layer.input_bytes / link
+            out["net_out"] += prho * layer.store_bytes / link
+        out["net_out"] += (u.in_bytes * out_ags + u.out_bytes * in_ags) / link
+        out["net_in"] += (u.out_bytes * out_ags + u.in_bytes * in_ags) / link
+    if instance.sync:
+        out["serial"] = out["issue"] + out["net_in"] + out["net_out"]
     return out
 
 
