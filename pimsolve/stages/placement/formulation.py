@@ -12,6 +12,7 @@ denominator, so both engines solve exactly the model ``predict`` evaluates (up t
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,10 +47,12 @@ ENERGY_UNIT_PJ = 1000
 """EDP multiplies energy in nJ (ceil) by time in ticks."""
 
 
+@functools.lru_cache(maxsize=65_536)
 def _ticks(ns: float) -> Fraction:
     return Fraction(ns * TICKS_PER_NS).limit_denominator(10_000)
 
 
+@functools.lru_cache(maxsize=64)
 def _ns_per_byte(bytes_per_ns: float) -> Fraction:
     """A bandwidth's time per byte, as the model's coefficients take it."""
     return Fraction(1) / Fraction(bytes_per_ns).limit_denominator(10_000)
@@ -576,49 +579,58 @@ def _aggregate_cuts(instance: PlacementInstance, z,
     floors = {li: _Budget() for li in range(len(instance.layers))}
     vfu0 = _ticks(instance.vector_core_ns["vfu"]) if ht else Fraction(0)
     gport0 = _ticks(instance.vector_core_ns["gport"]) if ht else Fraction(0)
+    tick_gbw = _ticks(1) * gbw
+    per_choice: dict[tuple[int, int], tuple[Fraction, ...]] = {}
     for (li, ui, ri), v in z.items():
         layer = instance.layers[li]
         u, r = layer.choices[ui], layer.replications[ri]
         m = layer.windows_per_replica(r)
         remote = _forced_remote(u, C)
+        if (li, ui) not in per_choice:  # the rationals of one choice, for all its r
+            both = _ticks(u.in_bytes + u.out_bytes)
+            per_choice[li, ui] = (_ticks(u.issue_ns), _ticks(u.home_vfu_ns),
+                                  _ticks(u.home_local_ns), both * link, both * offlink,
+                                  _ticks(u.out_bytes) * link, _ticks(u.in_bytes) * link,
+                                  _ticks(u.ag_ns))
+        issue, vfu, local, both_link, both_off, out_link, in_link, ag = per_choice[li, ui]
         most_ags, most_homes = -(-u.ags * r // K), -(-r // K)
-        sums["issue"].add(_ticks(u.issue_ns) * u.ags * r * m, v)
-        sums["vfu"].add(_ticks(u.home_vfu_ns) * r * m, v)
-        sums["local"].add(_ticks(u.home_local_ns) * r * m, v)
-        travel = _ticks(u.in_bytes + u.out_bytes) * link * remote * r * m
-        home_in = _ticks(u.out_bytes) * link * remote * m
-        home_out = _ticks(u.in_bytes) * link * remote * m
+        sums["issue"].add(issue * (u.ags * r * m), v)
+        sums["vfu"].add(vfu * (r * m), v)
+        sums["local"].add(local * (r * m), v)
+        travel = both_link * (remote * r * m)
+        home_in = out_link * (remote * m)
+        home_out = in_link * (remote * m)
         if ht:
             stores = Fraction(layer.store_bytes) * m
             loads = _loads_at_least(instance, li, ui, ri, upper)
-            sums["gport"].add(_ticks(1) * gbw * (loads + stores * r), v)
-            sums["gm"].add(_ticks(1) * gbw * (loads + stores * r), v)
+            sums["gport"].add(tick_gbw * (loads + stores * r), v)
+            sums["gm"].add(tick_gbw * (loads + stores * r), v)
             delta = layer.overlap(ri)
             # the core with the most homes loads at least (lam - delta) h + delta
-            port = _ticks(1) * gbw * (layer.load_bytes[ri] - delta + stores
-                                      + Fraction(delta, most_homes))
+            port = tick_gbw * (layer.load_bytes[ri] - delta + stores
+                               + Fraction(delta, most_homes))
             sums["net_in"].add(travel, v)
             sums["net_out"].add(travel, v)
         else:
             port = Fraction(0)
-            sums["net_in"].add(travel + _ticks(layer.input_bytes) * link * r * m, v)
-            sums["net_out"].add(travel + _ticks(layer.store_bytes) * link * r * m, v)
+            sums["net_in"].add(travel + _ticks(layer.input_bytes) * link * (r * m), v)
+            sums["net_out"].add(travel + _ticks(layer.store_bytes) * link * (r * m), v)
             home_in += _ticks(layer.input_bytes) * link * m
             home_out += _ticks(layer.store_bytes) * link * m
         if instance.sync:  # each transfer blocks both its cores, MVM issue adds up with it
-            sums["serial"].add(_ticks(u.issue_ns) * u.ags * r * m + 2 * travel, v)
+            sums["serial"].add(issue * (u.ags * r * m) + 2 * travel, v)
             if not ht:
                 sums["serial"].add((_ticks(layer.input_bytes) + _ticks(layer.store_bytes))
-                                   * link * r * m, v)
+                                   * link * (r * m), v)
         if instance.offchip_bytes_per_ns is not None:
-            sums["offchip"].add(_ticks(u.in_bytes + u.out_bytes) * offlink * r * m
-                                * _forced_remote(u, C * instance.cores_per_chip), v)
-        floor = max(_ticks(u.ag_ns) * m,
-                    (_ticks(u.issue_ns) * m + home_in + home_out) * most_homes
+            sums["offchip"].add(both_off * (r * m * _forced_remote(
+                u, C * instance.cores_per_chip)), v)
+        floor = max(ag * m,
+                    (issue * m + home_in + home_out) * most_homes
                     if instance.sync else 0,
-                    _ticks(u.issue_ns) * m * most_ags,
-                    (_ticks(u.home_vfu_ns) * m + vfu0 / most_homes) * most_homes,
-                    _ticks(u.home_local_ns) * m * most_homes,
+                    issue * m * most_ags,
+                    (vfu * m + vfu0 / most_homes) * most_homes,
+                    local * m * most_homes,
                     (port + gport0 / most_homes) * most_homes,
                     home_in * most_homes, home_out * most_homes)
         floors[li].add(floor, v)
