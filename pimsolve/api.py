@@ -145,8 +145,9 @@ class PlacementSettings:
     """Exact engines stop once the proven relative gap is at most this."""
     seed: int = 0
     workers: int = 2
-    """Search workers of the exact engines. CP-SAT interleaves them deterministically
-    (``interleave_search``), so results stay reproducible; with two, its LNS workers run
+    """Search workers of the exact engines. CP-SAT interleaves them (``interleave_search``),
+    so a solve that ends on its own is reproducible (one the time limit stops is not: the
+    limit and the decomposition's shares of it are wall clock); with two, its LNS workers run
     beside the search (resnet18-28/isaac HT, 10 s: gap 6.49% with one, 3.79% with two;
     the other eleven 28x28 rows unchanged)."""
     export_model: Path | None = None

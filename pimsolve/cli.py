@@ -155,8 +155,8 @@ def map_cmd(
         "optimality).")] = 1e-3,
     seed: Annotated[int, typer.Option(help="Random seed of the solver or GA.")] = 0,
     workers: Annotated[int, typer.Option(
-        help="Search workers of the exact engines (CP-SAT interleaves them "
-        "deterministically: the same result run after run).")] = 2,
+        help="Search workers of the exact engines (CP-SAT interleaves them; a run the time "
+        "limit stops can still differ between runs and machines).")] = 2,
     export_model: Annotated[Path | None, typer.Option(
         "--export-model", help="Write the exact model (.mps, .lp or .pb.txt): the full "
         "formulation, which the engines solve by decomposition.")] = None,
