@@ -16,7 +16,7 @@ from pimsolve.solve.model import solve_model
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import Status
 from pimsolve.stages.placement.baselines import check_counts, spread
-from pimsolve.stages.placement.decompose import solve_decomposed
+from pimsolve.stages.placement.decompose import MASTER_PARAMS, _master_params, solve_decomposed
 from pimsolve.stages.placement.evaluate import memory_per_core, predict
 from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_master, build_model
 from tests.stages.placement.test_baselines import vgg8
@@ -252,3 +252,17 @@ def test_a_seed_is_an_incumbent_when_the_subproblem_finds_nothing(monkeypatch):
     assert counts is not None and check_counts(inst, counts) is None
     assert result.status == Status.FEASIBLE
     assert result.objective >= predict(inst, counts).latency_ns * TICKS_PER_NS
+
+
+def test_master_params_leave_the_users_alone() -> None:
+    """The HT master solves with CP-SAT's full LP relaxation (``MASTER_PARAMS``) beside the
+    user's parameters; LL masters, the MILP engines and a user who sets the linearization
+    level themselves get exactly what they asked for."""
+    ht, ll = instance(2, 4, "ht"), instance(2, 4, "ll")
+    user = SolveOptions(params="max_presolve_iterations:1")
+    assert _master_params(ht, "cpsat", user) == f"{MASTER_PARAMS} max_presolve_iterations:1"
+    assert _master_params(ht, "cpsat", SolveOptions()) == MASTER_PARAMS
+    assert _master_params(ll, "cpsat", user) == user.params
+    assert _master_params(ht, "milp-highs", user) == user.params
+    own = SolveOptions(params="linearization_level:0")
+    assert _master_params(ht, "cpsat", own) == own.params
