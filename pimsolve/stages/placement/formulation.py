@@ -38,7 +38,7 @@ from pimsolve.stages.placement.evaluate import (
 from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "build_master",
-           "decode_values", "hint_values", "objective_scale"]
+           "decode_values", "hint_values", "objective_scale", "core_counts"]
 
 TICKS_PER_NS = round(1 / PERIOD_NS)
 """The model's time unit, the tick: 0.01 ns (``evaluate.PERIOD_NS``, the LL window period's
@@ -154,15 +154,8 @@ def build_model(instance: PlacementInstance, objective: str, *,
         for ui, u in _used_choices(layer, li, picks):
             top = C // u.crossbars_per_ag
             for k in range(K):
-                y[li, ui, k] = model.var(0, top, f"y[{layer.name},{u.unfolding},{k}]")
-                rho[li, ui, k] = model.var(0, top, f"rho[{layer.name},{u.unfolding},{k}]")
-                ell[li, ui, k] = model.var(0, top, f"ell[{layer.name},{u.unfolding},{k}]")
-                model.add(ell[li, ui, k] - y[li, ui, k], hi=0)
-                model.add(ell[li, ui, k] - rho[li, ui, k] * u.ags, hi=0)
-                model.add(ell[li, ui, k] - rho[li, ui, k], lo=0)
-                if instance.computing_mode == "CM":
-                    model.equal(y[li, ui, k] - ell[li, ui, k])
-                    model.equal(y[li, ui, k] - rho[li, ui, k] * u.ags)
+                y[li, ui, k], rho[li, ui, k], ell[li, ui, k] = core_counts(
+                    model, instance, u, f"{layer.name},{u.unfolding},{k}", top, top)
             reps = total(v * layer.replications[ri]
                          for (a, b, ri), v in z.items() if a == li and b == ui)
             model.equal(total(y[li, ui, k] for k in range(K)) - reps * u.ags, 0,
@@ -382,6 +375,24 @@ def _home_cores(model: IntModel, instance: PlacementInstance, li: int,
     model.add(total(w.values()), lo=1, hi=1)
     model.add(total(v * n for n, v in w.items()) - total(homes), lo=0, hi=0)
     return w
+
+
+def core_counts(model: IntModel, instance: PlacementInstance, u: Choice, name: str,
+                most: int, homes: int) -> tuple[Var, Var, Var]:
+    """y, rho, ell of one layer's AGs on one core (``name``: the variables' index), at most
+    ``most`` AGs and ``homes`` homes, tied as every placement has them: rho <= ell <=
+    min(y, A_u rho) (a home keeps one of its replica's AGs at least, all at most) and, in
+    core mode, y = ell = A_u rho (whole replicas on a core)."""
+    y = model.var(0, most, f"y[{name}]")
+    rho = model.var(0, homes, f"rho[{name}]")
+    ell = model.var(0, most, f"ell[{name}]")
+    model.add(ell - y, hi=0)
+    model.add(ell - rho * u.ags, hi=0)
+    model.add(ell - rho, lo=0)
+    if instance.computing_mode == "CM":
+        model.equal(y - ell)
+        model.equal(y - rho * u.ags)
+    return y, rho, ell
 
 
 def build_master(instance: PlacementInstance, objective: str, *,

@@ -22,7 +22,7 @@ import numpy as np
 from pimsolve.solve.model import Expr, IntModel, Var, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.stages.placement.evaluate import LayerCounts
-from pimsolve.stages.placement.formulation import TICKS_PER_NS
+from pimsolve.stages.placement.formulation import TICKS_PER_NS, core_counts
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["pack_exact"]
@@ -58,15 +58,8 @@ def pack_exact(instance: PlacementInstance, choices: Sequence[int], reps: Sequen
     for li, (layer, u, r) in enumerate(zip(instance.layers, units, reps, strict=True)):
         top = C // u.crossbars_per_ag
         for k in range(K):
-            y[li, k] = model.var(0, min(top, u.ags * r), f"y[{layer.name},{k}]")
-            rho[li, k] = model.var(0, min(top, r), f"rho[{layer.name},{k}]")
-            ell[li, k] = model.var(0, min(top, u.ags * r), f"ell[{layer.name},{k}]")
-            model.add(ell[li, k] - y[li, k], hi=0)
-            model.add(ell[li, k] - rho[li, k] * u.ags, hi=0)
-            model.add(ell[li, k] - rho[li, k], lo=0)
-            if instance.computing_mode == "CM":
-                model.equal(y[li, k] - ell[li, k])
-                model.equal(y[li, k] - rho[li, k] * u.ags)
+            y[li, k], rho[li, k], ell[li, k] = core_counts(
+                model, instance, u, f"{layer.name},{k}", min(top, u.ags * r), min(top, r))
         model.equal(total(y[li, k] for k in range(K)), u.ags * r, f"ags[{layer.name}]")
         model.equal(total(rho[li, k] for k in range(K)), r, f"homes[{layer.name}]")
     layers = range(len(instance.layers))
