@@ -269,7 +269,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         # the subproblem, built after the packing, which needs the time more
         built = time.perf_counter() - began < limit
         sub = build_model(instance, objective, picks=picks) if built else None
-        left = limit - (time.perf_counter() - began)  # placing the seed took some
+        left = limit - (time.perf_counter() - began)  # placing and building took some
         if left <= 0 or sub is None:
             if retry:
                 parked[picks] = floor
