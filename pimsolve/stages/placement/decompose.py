@@ -98,7 +98,9 @@ one-hot per layer and every bound is a sum over them, so the full LP relaxation 
 optimum sooner: resnet34/Arch-C HT 6.4 -> 2.9 s, vgg8-28/PUMA 0.62 -> 0.06 s,
 resnet18-28/PUMA 0.57 -> 0.25 s, the other three 0.1 to 0.3 s faster (same optima). Not in
 LL, where at 224x224 the heavier LP leaves the master with a weaker bound in the same time
-(resnet34/Arch-C LL, 8 s: 191 us where the default reached 1614 us)."""
+(resnet34/Arch-C LL, 8 s: 191 us where the default reached 1614 us). Which of several
+optimal option sets the master returns changes with it: resnet18-28/ISAAC HT gets one whose
+greedy placement is worse (109.8 us against 105.9, the same master value 101.9 us)."""
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
@@ -267,8 +269,8 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 if progress is not None:
                     progress(Progress(time.perf_counter() - began, best, lower))
         # the subproblem, built after the packing, which needs the time more
-        built = time.perf_counter() - began < limit
-        sub = build_model(instance, objective, picks=picks) if built else None
+        sub = (build_model(instance, objective, picks=picks)
+               if time.perf_counter() - began < limit else None)
         left = limit - (time.perf_counter() - began)  # placing and building took some
         if left <= 0 or sub is None:
             if retry:
