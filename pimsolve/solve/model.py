@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pimsolve.errors import InputError, InternalError
+from pimsolve.solve.clock import WORK_S
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, relative_gap, stop_reason
 
@@ -167,6 +168,11 @@ class IntModel:
         return lo, hi
 
     @property
+    def terms(self) -> int:
+        """Terms of the constraints and the objective (what building the model costs)."""
+        return sum(len(e.terms) for e, *_ in self.constraints) + len(self.objective.terms)
+
+    @property
     def size(self) -> dict[str, int]:
         """Variables, constraints and products (for the report and `auto`'s size rule)."""
         return {"variables": len(self.lower), "constraints": len(self.constraints),
@@ -192,6 +198,11 @@ def solve_model(model: IntModel, engine: str = "cpsat", options: SolveOptions | 
                 ) -> tuple[SolveResult, list[int] | None]:
     """Solve ``model`` with ``engine``; the result record and all variable values (or None)."""
     options = options or SolveOptions()
+    if options.clock == "work":
+        if engine != "cpsat":
+            raise InputError(f"{engine} counts its time limit on the wall clock only; the "
+                             "work clock (deterministic runs) needs the cpsat engine")
+        options = _on_work_clock(options)
     if options.time_limit_s is not None and options.time_limit_s < MIN_TIME_LIMIT_S:
         options = replace(options, time_limit_s=MIN_TIME_LIMIT_S)
     if engine == "cpsat":
@@ -199,6 +210,18 @@ def solve_model(model: IntModel, engine: str = "cpsat", options: SolveOptions | 
     if engine in ("milp", "milp-highs"):
         return _solve_pulp(model, engine, options, hint)
     raise InputError(f"unknown exact engine {engine!r}; engines: {', '.join(ENGINES)}")
+
+
+def _on_work_clock(options: SolveOptions) -> SolveOptions:
+    """The time limit as CP-SAT's deterministic time (``clock.WORK_S``), no wall-clock stop."""
+    limit = options.time_limit_s
+    if limit is not None:
+        limit = max(MIN_TIME_LIMIT_S, limit) / WORK_S["dtime"]
+        if options.deterministic_time is not None:
+            limit = min(limit, options.deterministic_time)
+    else:
+        limit = options.deterministic_time
+    return replace(options, time_limit_s=None, deterministic_time=limit, stall_s=None)
 
 
 # ---- CP-SAT -----------------------------------------------------------------------------------

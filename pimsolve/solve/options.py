@@ -12,7 +12,12 @@ class SolveOptions:
     """How to run one solve; the defaults give byte-identical results run after run."""
 
     time_limit_s: float | None = None
-    """Wall-clock limit; breaks reproducibility when it binds (prefer ``deterministic_time``)."""
+    """Limit in seconds of ``clock``: on the wall clock it breaks reproducibility when it
+    binds (prefer ``deterministic_time``, or the work clock)."""
+    clock: str = "wall"
+    """'wall', or 'work' (``solve.clock``): the time limit counts work, which a CP-SAT solve
+    measures as its deterministic time (``clock.WORK_S``); the MILP engines have no such
+    count and refuse it."""
     deterministic_time: float | None = None
     """CP-SAT deterministic time limit (reproducible)."""
     seed: int = 0

@@ -1,0 +1,76 @@
+"""What a run has spent of its time limit: wall-clock seconds, or counted work.
+
+With the wall clock, a run the limit stops ends wherever the machine got to, so two runs can
+return different placements (DESIGN: same inputs and options, byte-identical outputs). With
+the work clock each stage charges what it did (CP-SAT its deterministic time, the
+heuristics the windows, placements and model terms they went through), priced in seconds of
+the reference machine (``WORK_S``), and every share and stop is decided on that count: the
+same inputs and options take the same steps on every machine, and the wall time only
+approximates the limit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from pimsolve.solve.result import SolveResult
+
+__all__ = ["Clock", "CLOCKS", "WORK_S"]
+
+CLOCKS = ("wall", "work")
+
+WORK_S = {
+    "dtime": 2.5,
+    "term": 10e-6,
+    "cell": 0.04e-6,
+    "window": 0.6e-6,
+    "core_layer": 0.5e-6,
+    "replica_core": 35e-6,
+    "individual": 0.5e-3,
+}
+"""Reference seconds per unit of work, measured on the machine the benchmarks ran on (2
+cores): a CP-SAT deterministic second ('dtime'; 85 s of wall for 36.8 over the masters and
+subproblems of the twelve 28x28 rows, 1.3 to 5.6 s a row), a constraint term built or
+handed to CP-SAT ('term'; 5 to 20 us), a window time a decision diagram computes ('cell';
+7.2 s for 202 M), a window a pipeline evaluation goes through ('window'; 0.5 to 0.85 us), a
+(layer, core) pair a valuation of a placement sums ('core_layer'; 0.3 to 2.5 us), a
+(replica, core) pair of the greedy placements of one option set ('replica_core'; 11 to
+67 us), and what the GA does for an individual besides valuing it ('individual')."""
+
+
+@dataclass
+class Clock:
+    """A run's limit (seconds) and what it has spent, on the wall clock or in work."""
+
+    limit: float = math.inf
+    work: bool = False
+    """Count charged work, not wall time."""
+    _began: float = field(default_factory=time.perf_counter, repr=False)
+    _spent: float = 0.0
+
+    @classmethod
+    def named(cls, name: str, limit: float | None) -> Clock:
+        """The clock ``name`` ('wall' or 'work') with ``limit`` seconds (None: no limit)."""
+        if name not in CLOCKS:
+            raise ValueError(f"clock: one of {', '.join(CLOCKS)}, not {name!r}")
+        return cls(math.inf if limit is None else limit, work=name == "work")
+
+    def now(self) -> float:
+        """Seconds spent since the clock was made (work: charged)."""
+        return self._spent if self.work else time.perf_counter() - self._began
+
+    def left(self) -> float:
+        return self.limit - self.now()
+
+    def charge(self, units: float, kind: str) -> None:
+        """Work mode: ``units`` of ``kind`` (a key of ``WORK_S``) done; the wall clock
+        counts itself."""
+        if self.work:
+            self._spent += units * WORK_S[kind]
+
+    def charge_solve(self, result: SolveResult) -> None:
+        """A CP-SAT solve's deterministic time (work mode; rounded, as its last digits
+        depend on the order its workers' times were summed in)."""
+        self.charge(round(result.deterministic_s or 0.0, 6), "dtime")
