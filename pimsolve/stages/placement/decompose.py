@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from pimsolve.solve.clock import Clock
 from pimsolve.solve.model import Progress, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
@@ -163,7 +164,8 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     more).
     """
     began = time.perf_counter()
-    limit = options.time_limit_s if options.time_limit_s is not None else math.inf
+    clock = Clock.named(options.clock, options.time_limit_s)
+    limit = clock.limit
     goal = options.relative_gap if options.relative_gap is not None else 0.0
     best: float | None = None
     best_counts: list[LayerCounts] | None = None
@@ -178,7 +180,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     if instance.mode == "ll" and objective == "latency":
         least_floor, placed = _least_floor(
             instance, best, known, stats,
-            DIAGRAM_SHARE * limit if limit < math.inf else DIAGRAM_S, began + limit, options)
+            DIAGRAM_SHARE * limit if limit < math.inf else DIAGRAM_S, clock, options)
         lower = least_floor
         if placed is not None and (best is None or placed[0] < best):
             best, best_counts = placed
@@ -194,7 +196,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     # cores: the floor is a fifth to a half of a placement's latency and ranks options poorly
     search = instance.mode == "ll" and objective == "latency" and not instance.sync
     while True:
-        left = limit - (time.perf_counter() - began)
+        left = clock.left()
         if best is not None and best - lower <= goal * abs(best) + 1e-9:
             proven = True  # the least floor already meets the incumbent
             break
@@ -203,13 +205,16 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         if master is None or best is not None and (master_upper is None
                                                    or best < 0.98 * master_upper):
             master, master_upper = _master(instance, objective, best, settled, parked), best
-        t = time.perf_counter()
+            clock.charge(master.model.terms, "term")
+        t = clock.now()
+        clock.charge(master.model.terms, "term")  # its constraints, in CP-SAT's model
         master_result, values = solve_model(master.model, engine,
-                                            replace(options, time_limit_s=left,
+                                            replace(options, time_limit_s=clock.left(),
                                                     relative_gap=None,
                                                     params=_master_params(instance, engine,
                                                                           options)))
-        stats["master_s"] += time.perf_counter() - t
+        clock.charge_solve(master_result)
+        stats["master_s"] += clock.now() - t
         retry = master_result.status == Status.INFEASIBLE and bool(parked)
         if master_result.status == Status.INFEASIBLE:  # every option set settled or parked
             lower = max(least_floor, min([*settled.values(), *parked.values()],
@@ -238,18 +243,18 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                      else master_result.bound)
             floor = lower if value is None else math.ceil(value - 1e-9)
         stats["iterations"] += 1
-        left = limit - (time.perf_counter() - began)
+        left = clock.left()
         if left <= 0:
             if retry:
                 parked[picks] = floor
             break
-        placed = _placed(instance, objective, picks, known)
+        placed = _placed(instance, objective, picks, known, clock)
         if placed is None:  # no greedy placement fits: the packing model's, if it finds one
-            left = limit - (time.perf_counter() - began)
-            t = time.perf_counter()
+            left = clock.left()
+            t = clock.now()
             placed = _packed(instance, objective, picks, known,
-                             min(PACK_SHARE * left, PACK_S), options)
-            stats["packing_s"] = stats.get("packing_s", 0.0) + time.perf_counter() - t
+                             min(PACK_SHARE * left, PACK_S), options, clock)
+            stats["packing_s"] = stats.get("packing_s", 0.0) + clock.now() - t
         seed = placed[1] if placed is not None else None
         # a placement of z* already: an incumbent whatever CP-SAT finds
         if placed is not None and (best is None or placed[0] < best):
@@ -258,30 +263,31 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 progress(Progress(time.perf_counter() - began, best, lower))
         if search:  # once: from the best placement so far, leaving the subproblem half
             search = False
-            t = time.perf_counter()
-            left = limit - (t - began)
+            t = clock.now()
             found = _search(instance, objective, best_counts, known,
-                            min(SEARCH_SHARE * limit, left / 2) if limit < math.inf
-                            else SEARCH_S, options.seed or 0)
-            stats["search_s"] = time.perf_counter() - t
+                            min(SEARCH_SHARE * limit, clock.left() / 2) if limit < math.inf
+                            else SEARCH_S, options.seed or 0, clock)
+            stats["search_s"] = clock.now() - t
             if found is not None and (best is None or found[0] < best):
                 best, best_counts = found
                 if progress is not None:
                     progress(Progress(time.perf_counter() - began, best, lower))
         # the subproblem, built after the packing, which needs the time more
-        sub = (build_model(instance, objective, picks=picks)
-               if time.perf_counter() - began < limit else None)
-        left = limit - (time.perf_counter() - began)  # placing and building took some
+        sub = build_model(instance, objective, picks=picks) if clock.left() > 0 else None
+        if sub is not None:
+            clock.charge(2 * sub.model.terms, "term")  # built, then CP-SAT's
+        left = clock.left()  # placing and building took some
         if left <= 0 or sub is None:
             if retry:
                 parked[picks] = floor
             break
         share = left if seed is not None or retry else min(left, limit * UNSEEDED_SHARE)
-        t = time.perf_counter()
+        t = clock.now()
         result, sub_values = solve_model(
             sub.model, engine, replace(options, time_limit_s=share, relative_gap=goal),
             hint=hint_values(sub, seed) if seed is not None else None)
-        stats["subproblem_s"] += time.perf_counter() - t
+        clock.charge_solve(result)
+        stats["subproblem_s"] += clock.now() - t
         name = f"cut{int(stats['iterations'])}"
         if result.status == Status.INFEASIBLE:
             _exclude(master, picks, name)
@@ -330,19 +336,19 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
 
 def _search(instance: PlacementInstance, objective: str, start: list[LayerCounts] | None,
             known: dict[Picks, list[LayerCounts]], seconds: float,
-            seed: int) -> tuple[float, list[LayerCounts]] | None:
+            seed: int, clock: Clock) -> tuple[float, list[LayerCounts]] | None:
     """The best placement (model units, counts) of the option sets ``search_options`` finds
     from ``start``'s, searching for 3/4 of ``seconds`` and placing in the rest (the best
     always); each placed one joins ``known``."""
-    began = time.perf_counter()
+    began = clock.now()
     origin = picks_of(instance, start) if start is not None else None
     best = None
     found = search_options(instance, origin or tuple((0, 0) for _ in instance.layers),
-                           seconds=0.75 * seconds, seed=seed)
+                           seconds=0.75 * seconds, seed=seed, clock=clock)
     for i, picks in enumerate(found):
-        if i and time.perf_counter() - began > seconds:
+        if i and clock.now() - began > seconds:
             break
-        placed = _placed(instance, objective, picks, known)
+        placed = _placed(instance, objective, picks, known, clock)
         if placed is not None and (best is None or placed[0] < best[0]):
             best = placed
     return best
@@ -350,7 +356,7 @@ def _search(instance: PlacementInstance, objective: str, start: list[LayerCounts
 
 def _least_floor(instance: PlacementInstance, upper: float | None,
                  known: dict[Picks, list[LayerCounts]], stats: dict[str, float],
-                 seconds: float, deadline: float = math.inf,
+                 seconds: float, clock: Clock | None = None,
                  options: SolveOptions | None = None,
                  ) -> tuple[int, tuple[float, list[LayerCounts]] | None]:
     """LL latency: ``diagram_bound`` in ticks (a lower bound on every placement's latency),
@@ -359,39 +365,42 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
     that places of the restricted diagrams within ``ROOM_SHARES``), improved by
     ``local.polish``; where no greedy placement fits the diagram's set or (several chips)
     that is not within ``PACK_ABOVE`` of its floor, also ``_packed``'s placement of the
-    set, polished, if better. All within ``deadline``
-    (``time.perf_counter``); time, budget and bound go to ``stats``."""
+    set, polished, if better. All within ``clock``'s limit (a new wall clock without one if
+    None); time, budget and bound go to ``stats``."""
+    clock, options = clock or Clock(), options or SolveOptions()
     scale = objective_scale("latency")
-    t = time.perf_counter()
-    found = diagram_bound(instance, seconds, upper=math.inf if upper is None else upper / scale)
+    deadline = clock.limit
+    t = clock.now()
+    found = diagram_bound(instance, seconds, upper=math.inf if upper is None else upper / scale,
+                          clock=clock)
     ticks = max(0, math.floor(found.bound_ns * scale - 1e-6)) if math.isfinite(
         found.bound_ns) else 0  # inf: no option set fits; the loop finds that out itself
-    stats.update(diagram_s=time.perf_counter() - t, diagram_cells=float(found.cells),
+    stats.update(diagram_s=clock.now() - t, diagram_cells=float(found.cells),
                  diagram_bound=float(ticks))
-    placed = _placed(instance, "latency", found.picks, known) if found.picks else None
+    placed = _placed(instance, "latency", found.picks, known, clock) if found.picks else None
     greedy_fits = placed is not None
     if placed is None:
-        until = min(deadline, time.perf_counter() + ROOM_TIME * seconds)
+        until = min(deadline, clock.now() + ROOM_TIME * seconds)
         tried = {found.picks}
         for share in ROOM_SHARES:
-            if time.perf_counter() > until:
+            if clock.now() > until:
                 break
             roomy = floor_options(instance, ROOM_CELLS, deadline=until, share=share,
-                                  counted=PRIMAL_COUNTED)
+                                  counted=PRIMAL_COUNTED, clock=clock)
             if roomy is None or roomy[1] in tried:
                 continue
             tried.add(roomy[1])
-            if (placed := _placed(instance, "latency", roomy[1], known)) is not None:
+            if (placed := _placed(instance, "latency", roomy[1], known, clock)) is not None:
                 stats["room_share"] = share
                 break
-    placed = _polished(instance, placed, known, stats, seconds, deadline)
+    placed = _polished(instance, placed, known, stats, seconds, clock)
     if found.picks and (not greedy_fits or instance.chips > 1 and placed[0] > _floor_units(
             instance, found.picks) * (1 + PACK_ABOVE)):
-        t = time.perf_counter()
+        t = clock.now()
         packed = _packed(instance, "latency", found.picks, known,
-                         min(PACK_LL * max(0.0, deadline - t), PACK_S), options or SolveOptions())
-        stats["packing_s"] = time.perf_counter() - t
-        packed = _polished(instance, packed, known, stats, seconds, deadline)
+                         min(PACK_LL * max(0.0, clock.left()), PACK_S), options, clock)
+        stats["packing_s"] = clock.now() - t
+        packed = _polished(instance, packed, known, stats, seconds, clock)
         if packed is not None and (placed is None or packed[0] < placed[0]):
             placed = packed
     return ticks, placed
@@ -406,15 +415,15 @@ def _floor_units(instance: PlacementInstance, picks: Picks) -> float:
 
 def _polished(instance: PlacementInstance, placed: tuple[float, list[LayerCounts]] | None,
               known: dict[Picks, list[LayerCounts]], stats: dict[str, float], seconds: float,
-              deadline: float) -> tuple[float, list[LayerCounts]] | None:
-    """``placed`` improved by ``local.polish`` (``POLISH_TIME`` of ``seconds``, by
-    ``deadline``), in model units."""
+              clock: Clock) -> tuple[float, list[LayerCounts]] | None:
+    """``placed`` improved by ``local.polish`` (``POLISH_TIME`` of ``seconds``, within
+    ``clock``'s limit), in model units."""
     if placed is None:
         return None
-    t = time.perf_counter()
-    counts = polish(instance, placed[1],
-                    max(0.0, min(POLISH_TIME * seconds, deadline - time.perf_counter())))
-    stats["polish_s"] = stats.get("polish_s", 0.0) + time.perf_counter() - t
+    t = clock.now()
+    counts = polish(instance, placed[1], max(0.0, min(POLISH_TIME * seconds, clock.left())),
+                    clock=clock)
+    stats["polish_s"] = stats.get("polish_s", 0.0) + clock.now() - t
     value = _model_units(instance, "latency", counts)
     if value >= placed[0]:
         return placed
@@ -423,9 +432,12 @@ def _polished(instance: PlacementInstance, placed: tuple[float, list[LayerCounts
 
 
 def _placed(instance: PlacementInstance, objective: str, picks: Picks,
-            known: dict[Picks, list[LayerCounts]]) -> tuple[float, list[LayerCounts]] | None:
+            known: dict[Picks, list[LayerCounts]],
+            clock: Clock) -> tuple[float, list[LayerCounts]] | None:
     """``_seed``'s placement of ``picks`` (which joins ``known``) and its value in model
     units; None if no greedy placement fits."""
+    clock.charge(instance.cores * sum(layer.replications[ri] for layer, (_, ri) in zip(
+        instance.layers, picks, strict=True)), "replica_core")
     counts = _seed(instance, objective, picks, known)
     if counts is None:
         return None
@@ -435,7 +447,7 @@ def _placed(instance: PlacementInstance, objective: str, picks: Picks,
 
 def _packed(instance: PlacementInstance, objective: str, picks: Picks,
             known: dict[Picks, list[LayerCounts]], seconds: float,
-            options: SolveOptions) -> tuple[float, list[LayerCounts]] | None:
+            options: SolveOptions, clock: Clock) -> tuple[float, list[LayerCounts]] | None:
     """``packing.pack_exact``'s placement of ``picks`` (which joins ``known``) and its value
     in model units; None if it finds none in ``seconds`` (or these are under
     ``PACK_MIN_S``)."""
@@ -445,7 +457,7 @@ def _packed(instance: PlacementInstance, objective: str, picks: Picks,
     reps = [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
                                                                strict=True)]
     counts = pack_exact(instance, choices, reps, seconds=seconds, seed=options.seed or 0,
-                        workers=options.workers)
+                        workers=options.workers, clock=clock)
     if counts is None:
         return None
     known[picks] = counts

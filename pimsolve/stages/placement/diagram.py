@@ -23,11 +23,11 @@ layer's children) it is the exact least floor. Written up in ``formulations/plac
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from pimsolve.solve.clock import Clock
 from pimsolve.stages.placement.evaluate import (
     PERIOD_NS,
     floor_latency,
@@ -137,11 +137,12 @@ def _ready(instance: PlacementInstance, li: int, done: dict[int, np.ndarray],
 
 
 def floor_bound(instance: PlacementInstance, cells: int, *, upper: float = math.inf,
-                deadline: float | None = None, by: str = "finish") -> float | None:
+                deadline: float | None = None, by: str = "finish",
+                clock: Clock | None = None) -> float | None:
     """A lower bound (ns) on ``floor_latency`` over every option set that fits, from a
     diagram whose layers hold at most ``cells`` window times (``_nodes``); ``upper`` if no
-    option set's floor is below ``upper`` (ns); None if ``time.perf_counter()`` passed
-    ``deadline`` first. Exactly the least floor when the budget holds every layer's
+    option set's floor is below ``upper`` (ns); None if ``clock`` (a new wall clock if None)
+    passed ``deadline`` first. Exactly the least floor when the budget holds every layer's
     children. ``by``: what orders children of equal crossbars into groups, their 'finish'
     or the done time of their layer's 'middle' window (groups of like profiles lose less
     when merged; which is better depends on the instance, and either bound is valid)."""
@@ -149,30 +150,31 @@ def floor_bound(instance: PlacementInstance, cells: int, *, upper: float = math.
         raise ValueError(f"by: one of {', '.join(KEYS)}, not {by!r}")
     options = _layer_options(instance)
     found = _diagram(instance, options, _nodes(instance, options, cells), upper, deadline,
-                     restricted=False, by=by)
+                     restricted=False, by=by, clock=clock or Clock())
     return None if found is None else found[0]
 
 
 def floor_options(instance: PlacementInstance, cells: int, *,
                   deadline: float | None = None, share: float = 1.0, counted: bool = True,
-                  ) -> tuple[float, Picks] | None:
+                  clock: Clock | None = None) -> tuple[float, Picks] | None:
     """An option set that fits (in ``share`` of the crossbars and of the local memory) and
     its ``floor_latency`` (ns), from the restricted diagram: of each group of children
     ``floor_bound`` would merge, only the one that finishes first goes on. None if
-    ``deadline`` passed first or no option set fits. Without ``counted`` the diagram ranks
-    the sets by the floors without ``home_floor``'s count (``PRIMAL_COUNTED``); the floor
-    returned is the set's ``floor_latency`` all the same."""
+    ``clock`` (a new wall clock if None) passed ``deadline`` first or no option set fits.
+    Without ``counted`` the diagram ranks the sets by the floors without ``home_floor``'s
+    count (``PRIMAL_COUNTED``); the floor returned is the set's ``floor_latency`` all the
+    same."""
     return _restricted(instance, _layer_options(instance, counted), cells, deadline, share,
-                       counted)
+                       counted, clock or Clock())
 
 
 def _restricted(instance: PlacementInstance, options: list[list[_Option]], cells: int,
-                deadline: float | None, share: float, counted: bool,
+                deadline: float | None, share: float, counted: bool, clock: Clock,
                 ) -> tuple[float, Picks] | None:
     """``floor_options`` on ``options`` (ranked ``counted`` or not): the option set and its
     ``floor_latency``; None if the deadline passed or no set fits."""
     found = _diagram(instance, options, _nodes(instance, options, cells), math.inf, deadline,
-                     restricted=True, share=share)
+                     restricted=True, share=share, clock=clock)
     if found is None or found[1] is None:
         return None
     picks = found[1]
@@ -184,14 +186,15 @@ def _restricted(instance: PlacementInstance, options: list[list[_Option]], cells
 
 
 def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
-             upper: float, deadline: float | None, restricted: bool,
+             upper: float, deadline: float | None, restricted: bool, clock: Clock,
              by: str = "finish", share: float = 1.0) -> tuple[float, Picks | None] | None:
     """The least finish (ns) over the last layer's nodes (at most ``nodes[l]`` kept after
     layer l), and (restricted) its option set; the option sets use at most ``share`` of
     the crossbars and of the local memory. Times are integer ticks of ``PERIOD_NS``
     (every period is a whole number of them, so the sums and maxima are exact), in int32
     where the longest pipeline fits: ``_merge``'s reductions, most of the time, take a third
-    to a quarter of float64's, the whole diagram two thirds."""
+    to a quarter of float64's, the whole diagram two thirds. None if ``clock`` passed
+    ``deadline`` (its time) first; every window time computed is charged to it."""
     layers = instance.layers
     room = np.array([instance.cores * instance.crossbars_per_core,
                      instance.cores * (instance.local_memory_bytes or 0)])
@@ -215,10 +218,11 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
         ready = _ready(instance, li, done, len(finish), dtype)
         kids = []
         for oi, o in enumerate(options[li]):
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline is not None and clock.now() > deadline:
                 return None
             used = resources + (o.crossbars, o.memory)
             fits = np.flatnonzero((used + after[li] <= room).all(axis=1))
+            clock.charge(fits.size * layer.windows, "cell")
             if fits.size:
                 times = replica_done(ready[fits], o.k, o.w, o.replica).astype(dtype)
                 end = np.maximum(finish[fits], times.max(axis=1, initial=0))
@@ -327,15 +331,16 @@ class LeastFloor:
 
 
 def diagram_bound(instance: PlacementInstance, seconds: float, *,
-                  upper: float = math.inf) -> LeastFloor:
+                  upper: float = math.inf, clock: Clock | None = None) -> LeastFloor:
     """For each of the ``BUDGETS`` in turn while ``seconds`` last (skipping one that keeps
     no more nodes than the one before): the restricted diagram (up to ``PRIMAL_CELLS``, or
     until it has found one: an option set with a low floor, which lowers ``upper``), then
     ``floor_bound`` below the better of ``upper`` (ns) and that set's floor, grouping by the
     ``KEYS`` in turn; the best bound of those that finished. A budget is not tried when the
     one before it took more than half the time left (each takes two to four times the one
-    before)."""
-    deadline = time.perf_counter() + seconds
+    before). ``seconds`` of ``clock`` (a new wall clock if None)."""
+    clock = clock or Clock()
+    deadline = clock.now() + seconds
     options = _layer_options(instance)
     primal = options if PRIMAL_COUNTED else _layer_options(instance, counted=False)
     best, largest, runs = 0.0, 0, 0
@@ -346,19 +351,19 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         if nodes == before:
             continue
         before = nodes
-        t = time.perf_counter()
+        t = clock.now()
         if cells <= PRIMAL_CELLS or picks is None:
-            found = _restricted(instance, primal, cells, deadline, 1.0, PRIMAL_COUNTED)
-            if found is None and time.perf_counter() > deadline:
+            found = _restricted(instance, primal, cells, deadline, 1.0, PRIMAL_COUNTED, clock)
+            if found is None and clock.now() > deadline:
                 break
             if found is not None and found[0] < picks_ns:
                 picks_ns, picks = found
         bound = _diagram(instance, options, nodes, min(upper, picks_ns), deadline,
-                         restricted=False, by=KEYS[runs % len(KEYS)])
+                         restricted=False, clock=clock, by=KEYS[runs % len(KEYS)])
         if bound is None:
             break
         best, largest, runs = max(best, bound[0]), cells, runs + 1
-        now = time.perf_counter()
+        now = clock.now()
         if best >= min(upper, picks_ns) or 2 * (now - t) > deadline - now:
             break
     return LeastFloor(best, largest, picks, picks_ns)

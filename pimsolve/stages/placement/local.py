@@ -12,10 +12,9 @@ cores pace a layer. Every placement it returns is valid (``baselines.check_count
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from pimsolve.solve.clock import Clock
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
     core_busy,
@@ -76,12 +75,14 @@ def _undo_put(c: LayerCounts, put: tuple[str, int]) -> None:
 
 
 def polish(instance: PlacementInstance, counts: list[LayerCounts],
-           seconds: float) -> list[LayerCounts]:
+           seconds: float, *, clock: Clock | None = None) -> list[LayerCounts]:
     """A placement no worse than ``counts`` (by ``predict``'s latency), from first-improving
-    moves and swaps of single AGs for at most ``seconds``; ``counts`` is left as it is."""
-    search = _Search(instance, counts, time.perf_counter() + seconds)
+    moves and swaps of single AGs for at most ``seconds`` of ``clock`` (a new wall clock if
+    None; each placement valued is charged to it); ``counts`` is left as it is."""
+    clock = clock or Clock()
+    search = _Search(instance, counts, clock, clock.now() + seconds)
     if instance.computing_mode != "CM":  # whole replicas on a core: no AG moves alone
-        while time.perf_counter() < search.deadline and search.improve():
+        while clock.now() < search.deadline and search.improve():
             pass
     return search.cur
 
@@ -89,9 +90,9 @@ def polish(instance: PlacementInstance, counts: list[LayerCounts],
 class _Search:
     """The placement being improved, its value and what the moves need."""
 
-    def __init__(self, instance: PlacementInstance, counts: list[LayerCounts],
+    def __init__(self, instance: PlacementInstance, counts: list[LayerCounts], clock: Clock,
                  deadline: float) -> None:
-        self.instance, self.deadline = instance, deadline
+        self.instance, self.clock, self.deadline = instance, clock, deadline
         self.cur = [LayerCounts(c.choice, c.replication, np.array(c.y), np.array(c.rho),
                                 np.array(c.ell)) for c in counts]
         layers = instance.layers
@@ -117,6 +118,8 @@ class _Search:
     def key(self) -> tuple[float, float, float]:
         """Latency, then the sum of the D_l, then the squared excess of every layer's cores
         over its floor."""
+        self.clock.charge(len(self.cur) * self.instance.cores, "core_layer")
+        self.clock.charge(sum(layer.windows for layer in self.instance.layers), "window")
         excess = sum(float((np.maximum(core_busy(self.instance, i, c) - self.floor[i], 0.0)
                             ** 2).sum()) for i, c in enumerate(self.cur))
         return (round(predict(self.instance, self.cur).time_ns, 6),
@@ -148,7 +151,7 @@ class _Search:
                 homes = [int(b) for b in np.flatnonzero(c.ell < us[i].ags * c.rho) if b != a]
                 for b, kind in ([(b, "away") for b in targets] + [(b, "kept") for b in homes]
                                 + [(b, "home") for b in targets]):
-                    if time.perf_counter() > self.deadline:
+                    if self.clock.now() > self.deadline:
                         return False
                     taken = _take(c, a, kind == "home")
                     if taken is None:

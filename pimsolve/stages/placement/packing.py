@@ -14,11 +14,11 @@ decomposition's seed where no greedy placement fits, not a bound.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 
 import numpy as np
 
+from pimsolve.solve.clock import Clock
 from pimsolve.solve.model import Expr, IntModel, Var, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.stages.placement.evaluate import LayerCounts
@@ -34,6 +34,10 @@ with every resource, none in 90 s); the local search finds one in about a second
 two threads, one whose cycle is the master's bound (627.2 us) in 5 s, where interleaved on
 one thread it needs about 7. Not reproducible run to run: the wall clock ends it."""
 
+WORK_SEARCH = "use_ls_only: true"
+"""On the work clock: the same local search, its workers interleaved (reproducible), with no
+stall stop (a wall-clock one)."""
+
 STALL_S = 1.0
 """Stop once the local search has found nothing better for this long (seconds)."""
 
@@ -44,11 +48,14 @@ def _ticks(ns: float) -> int:
 
 
 def pack_exact(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int], *,
-               seconds: float, seed: int = 0, workers: int = 1) -> list[LayerCounts] | None:
+               seconds: float, seed: int = 0, workers: int = 1,
+               clock: Clock | None = None) -> list[LayerCounts] | None:
     """The placement of the layers' ``choices`` and replications ``reps`` with the least
-    ``_traffic`` that CP-SAT's local search finds within ``seconds``, building the model
-    included (None: none found; resnet34 on ISAAC's 168 cores takes about 2 s to build)."""
-    began = time.perf_counter()
+    ``_traffic`` that CP-SAT's local search finds within ``seconds`` of ``clock`` (a new
+    wall clock if None), building the model included (None: none found; resnet34 on
+    ISAAC's 168 cores takes about 2 s to build)."""
+    clock = clock or Clock()
+    began = clock.now()
     model = IntModel(f"packing {instance.model} on {instance.target} ({instance.mode})")
     K, C = instance.cores, instance.crossbars_per_core
     y: dict[tuple[int, int], Var] = {}
@@ -81,12 +88,15 @@ def pack_exact(instance: PlacementInstance, choices: Sequence[int], reps: Sequen
     traffic, least = _traffic(model, instance, choices, reps, y, rho, ell)
     model.add(traffic, lo=least, name="forced")  # the search stops once it gets there
     model.minimize(traffic)
-    left = seconds - (time.perf_counter() - began)
+    clock.charge(2 * model.terms, "term")  # built, then CP-SAT's
+    left = seconds - (clock.now() - began)
     if left <= 0:
         return None
-    _, values = solve_model(model, "cpsat", SolveOptions(
-        time_limit_s=left, seed=seed, workers=workers, relative_gap=0.0, params=SEARCH,
-        stall_s=STALL_S))
+    result, values = solve_model(model, "cpsat", SolveOptions(
+        time_limit_s=left, seed=seed, workers=workers, relative_gap=0.0,
+        params=WORK_SEARCH if clock.work else SEARCH, stall_s=STALL_S,
+        clock="work" if clock.work else "wall"))
+    clock.charge_solve(result)
     if values is None:
         return None
 

@@ -27,7 +27,7 @@ from pimsolve.stages.placement.evaluate import LayerCounts, Prediction, decode, 
 from pimsolve.stages.placement.formulation import build_model, objective_scale
 from pimsolve.stages.placement.instance import PlacementInstance
 
-__all__ = ["engine_names", "AUTO_MAX_VARIABLES", "PlacementOutcome", "place"]
+__all__ = ["engine_names", "engine_clock", "AUTO_MAX_VARIABLES", "PlacementOutcome", "place"]
 
 AUTO_MAX_VARIABLES = 200_000
 """Above this many subproblem variables the exact model is too large for `auto` (GA)."""
@@ -75,6 +75,7 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
     names = engine_names()
     if engine not in names:
         raise InputError(f"unknown engine {engine!r}; engines: {', '.join(names)}")
+    options = replace(options, clock=engine_clock(engine, options.clock))
     order = tuple(workload.order)
     baselines = _baselines()
     if engine in baselines:
@@ -122,6 +123,12 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
                      bound=_scale(objective, result.bound))
     out = _outcome(instance, counts, engine, objective, order, result)
     return PlacementOutcome(out.mapping, out.result, out.prediction, engine, rule, size)
+
+
+def engine_clock(engine: str, clock: str) -> str:
+    """The clock ``engine`` counts its time limit on: ``clock``, but the MILP engines have
+    no count of their work and always use the wall clock."""
+    return "wall" if engine in ("milp", "milp-highs") else clock
 
 
 def _size(instance: PlacementInstance) -> dict[str, int]:
@@ -173,7 +180,7 @@ def _heuristic(engine: str, instance: PlacementInstance, counts: list[LayerCount
 def _ga(instance, objective, options, order, ga_progress) -> PlacementOutcome:
     from pimsolve.stages.placement.ga import GaOptions, run_ga
 
-    ga = GaOptions(time_limit_s=options.time_limit_s, seed=options.seed)
+    ga = GaOptions(time_limit_s=options.time_limit_s, seed=options.seed, clock=options.clock)
     counts, result = run_ga(instance, objective, ga, progress=ga_progress)
     return _outcome(instance, counts, "ga", objective, order, result)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import random
-import time
 
+from pimsolve.solve.clock import Clock
 from pimsolve.stages.placement.evaluate import floor_latency
 from pimsolve.stages.placement.instance import PlacementInstance
 
@@ -35,12 +35,14 @@ search: on a small instance the option sets near the walk are all scored."""
 
 
 def search_options(instance: PlacementInstance, start: Picks, *, seconds: float, seed: int = 0,
-                   max_evaluations: int = 100_000, keep: int = 3) -> list[Picks]:
+                   max_evaluations: int = 100_000, keep: int = 3,
+                   clock: Clock | None = None) -> list[Picks]:
     """The ``keep`` best option sets by ``floor_latency`` found by simulated annealing from
     ``start`` in ``seconds`` (or ``max_evaluations`` scores, or ``STALE`` moves in a row
     that reach nothing new), best first; all but ``start`` fit the crossbars (K C in all).
     A move changes 1 to 3 layers' replication (and 1 in 5 of those its unfolding); the
-    temperature falls linearly to 0."""
+    temperature falls linearly to 0. ``seconds`` of ``clock`` (a new wall clock if None; each
+    score is charged to it)."""
     layers = instance.layers
     room = instance.cores * instance.crossbars_per_core
     size = [[[r * u.ags * u.crossbars_per_ag for r in layer.replications] for u in layer.choices]
@@ -49,7 +51,11 @@ def search_options(instance: PlacementInstance, start: Picks, *, seconds: float,
                if len(layer.replications) > 1 or len(layer.choices) > 1]
     rng = random.Random(seed)
 
+    clock = clock or Clock()
+    windows = sum(layer.windows for layer in layers)
+
     def score(picks: Picks) -> float:
+        clock.charge(windows, "window")
         return floor_latency(instance, [ui for ui, _ in picks],
                              [layers[li].replications[ri] for li, (_, ri) in enumerate(picks)])
 
@@ -60,10 +66,10 @@ def search_options(instance: PlacementInstance, start: Picks, *, seconds: float,
     value = score(current)
     found = {current: value}
     temperature = START_TEMPERATURE * value
-    began = time.perf_counter()
+    began = clock.now()
     stale = 0
     while len(found) < max_evaluations and stale < STALE and movable:
-        spent = (time.perf_counter() - began) / seconds if seconds > 0 else 1.0
+        spent = (clock.now() - began) / seconds if seconds > 0 else 1.0
         if spent >= 1:
             break
         candidate = list(current)

@@ -266,3 +266,22 @@ def test_master_params_leave_the_users_alone() -> None:
     assert _master_params(ht, "milp-highs", user) == user.params
     own = SolveOptions(params="linearization_level:0")
     assert _master_params(ht, "cpsat", own) == own.params
+
+
+@pytest.mark.parametrize("mode", ["ht", "ll"])
+def test_work_clock_repeats_a_run_the_limit_stops(mode):
+    """On the work clock every share and stop is decided on counted work, so a run the
+    limit ends (the least floor, search, polish, master and subproblem all inside it in
+    LL) returns the same placement, bound and statistics twice, at any machine load."""
+    inst, _ = vgg8("isaac", mode)
+    objective = "throughput" if mode == "ht" else "latency"
+    options = SolveOptions(time_limit_s=1.0, clock="work", workers=2)
+    runs = [solve_decomposed(inst, objective, "cpsat", options) for _ in range(2)]
+    (first, a), (second, b) = runs
+    assert first.stop_reason.value == "time_limit"  # the limit, not a proof, ended it
+    assert check_counts(inst, a) is None
+    assert (first.objective, first.bound, first.stats) == (second.objective, second.bound,
+                                                           second.stats)
+    assert all((x.y == y.y).all() and (x.rho == y.rho).all() and (x.ell == y.ell).all()
+               and (x.choice, x.replication) == (y.choice, y.replication)
+               for x, y in zip(a, b, strict=True))

@@ -20,6 +20,7 @@ from pimsolve.api import inspect_model
 from pimsolve.errors import InfeasibleError
 from pimsolve.frontend.load import load_onnx
 from pimsolve.lowering import lower
+from pimsolve.solve.clock import Clock
 from pimsolve.solve.options import SolveOptions
 from pimsolve.stages.placement import decompose, diagram
 from pimsolve.stages.placement.baselines import BASELINES, check_counts
@@ -183,9 +184,9 @@ def test_least_floor_places_a_roomier_option_set_when_the_best_does_not(monkeypa
     inst = case("memory")  # held to 0.95 of the room, its best set differs (measured)
     real, offered = decompose._placed, []
 
-    def placed(instance, objective, picks, known):
+    def placed(instance, objective, picks, known, clock):
         offered.append(picks)
-        return None if len(offered) == 1 else real(instance, objective, picks, known)
+        return None if len(offered) == 1 else real(instance, objective, picks, known, clock)
 
     monkeypatch.setattr(decompose, "_placed", placed)
     monkeypatch.setattr(decompose, "_packed", lambda *args: None)  # nor the packing model
@@ -205,9 +206,9 @@ def test_least_floor_packs_the_best_set_when_no_greedy_places_it(monkeypatch):
     inst = case("memory")
     real, offered = decompose._placed, []
 
-    def placed(instance, objective, picks, known):
+    def placed(instance, objective, picks, known, clock):
         offered.append(picks)
-        return None if len(offered) == 1 else real(instance, objective, picks, known)
+        return None if len(offered) == 1 else real(instance, objective, picks, known, clock)
 
     monkeypatch.setattr(decompose, "_placed", placed)
     stats: dict[str, float] = {}
@@ -215,7 +216,7 @@ def test_least_floor_packs_the_best_set_when_no_greedy_places_it(monkeypatch):
     assert found is not None and stats["packing_s"] > 0
     assert decompose.picks_of(inst, found[1]) == offered[0]
     assert check_counts(inst, found[1]) is None
-    roomy = real(inst, "latency", offered[-1], {})
+    roomy = real(inst, "latency", offered[-1], {}, Clock())
     assert ticks <= found[0] <= roomy[0]
 
 
