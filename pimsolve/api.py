@@ -143,12 +143,16 @@ class PlacementSettings:
     time_limit_s: float | None = 10.0
     relative_gap: float = 1e-3
     """Exact engines stop once the proven relative gap is at most this."""
+    clock: str = "work"
+    """What ``time_limit_s`` counts: 'work' (``solve.clock``: CP-SAT's deterministic time and
+    the heuristics' own counts, priced in seconds of the reference machine), with which the
+    same inputs and settings give the same placement on every machine and the wall time is
+    only near the limit, or 'wall' seconds. The MILP engines always count wall time."""
     seed: int = 0
     workers: int = 2
     """Search workers of the exact engines. CP-SAT interleaves them (``interleave_search``),
-    so a solve that ends on its own is reproducible (one the time limit stops is not: the
-    limit and the decomposition's shares of it are wall clock); with two, its LNS workers run
-    beside the search (resnet18-28/isaac HT, 10 s: gap 6.49% with one, 3.79% with two;
+    so its solves repeat (on the work clock also those the limit stops); with two, its LNS
+    workers run beside the search (resnet18-28/isaac HT, 10 s: gap 6.49% with one, 3.79% with two;
     the other eleven 28x28 rows unchanged)."""
     export_model: Path | None = None
     """Write the exact model here (.mps, .lp or .pb.txt)."""
@@ -216,7 +220,7 @@ def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarT
     """frontend -> lowering -> placement -> codegen."""
     from pimsolve.solve.options import SolveOptions
     from pimsolve.stages.placement.instance import build_instance
-    from pimsolve.stages.placement.place import place
+    from pimsolve.stages.placement.place import engine_clock, place
 
     settings = settings or PlacementSettings()
     loaded = _crossbar_target(target)
@@ -240,13 +244,15 @@ def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarT
                         engine=settings.engine,
                         options=SolveOptions(time_limit_s=settings.time_limit_s,
                                              relative_gap=settings.relative_gap,
-                                             seed=settings.seed, workers=settings.workers),
+                                             seed=settings.seed, workers=settings.workers,
+                                             clock=settings.clock),
                         export=settings.export_model, progress=exact_progress,
                         ga_progress=ga_progress)
         mapping = outcome.mapping
         r = outcome.result
         solve = {**r.as_record("placement"), "wall_s": time.perf_counter() - started,
                  "solver_wall_s": r.wall_s, "rule": outcome.rule,
+                 "clock": engine_clock(outcome.engine, settings.clock),
                  "model_size": outcome.size, "objective_name": objective,
                  "objective_units": {"latency": "ns", "throughput": "ns (cycle)",
                                      "energy": "pJ", "edp": "pJ*ns"}[objective]}

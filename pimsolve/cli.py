@@ -148,15 +148,21 @@ def map_cmd(
         "large), balance, uniform, w0h0, one-layer-per-core, no-replication (baselines), "
         "none (reference: no replication).")] = "auto",
     time_limit: Annotated[float, typer.Option(
-        "--time-limit", help="Seconds the solver or GA may run; the best placement found "
-        "is kept, with its gap.")] = 10.0,
+        "--time-limit", help="Seconds the solver or GA may run, counted in work (see "
+        "--wall-clock); the best placement found is kept, with its gap.")] = 10.0,
     gap: Annotated[float, typer.Option(
         help="Exact engines stop once the proven relative gap is at most this (0: prove "
         "optimality).")] = 1e-3,
     seed: Annotated[int, typer.Option(help="Random seed of the solver or GA.")] = 0,
     workers: Annotated[int, typer.Option(
-        help="Search workers of the exact engines (CP-SAT interleaves them; a run the time "
-        "limit stops can still differ between runs and machines).")] = 2,
+        help="Search workers of the exact engines (CP-SAT interleaves them, so runs "
+        "repeat).")] = 2,
+    wall_clock: Annotated[bool, typer.Option(
+        "--wall-clock", help="Count --time-limit in seconds of the clock. By default it "
+        "counts work (CP-SAT's deterministic time, the heuristics' own steps, priced in "
+        "seconds of a reference machine), so the same inputs and options give the same "
+        "output files on every machine; on the clock, a run the limit stops can differ "
+        "from run to run. The MILP engines always use the clock.")] = False,
     export_model: Annotated[Path | None, typer.Option(
         "--export-model", help="Write the exact model (.mps, .lp or .pb.txt): the full "
         "formulation, which the engines solve by decomposition.")] = None,
@@ -193,6 +199,7 @@ def map_cmd(
     shapes = dict(parse_input_shape(text) for text in input_shape or [])
     settings = PlacementSettings(engine=engine, time_limit_s=time_limit, relative_gap=gap,
                                  seed=seed, workers=workers,
+                                 clock="wall" if wall_clock else "work",
                                  export_model=export_model, unfoldings=unfoldings,
                                  max_layers_per_core=max_layers_per_core,
                                  progress=None if as_json else _progress_line)

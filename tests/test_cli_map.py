@@ -117,6 +117,23 @@ def test_map_engines_write_a_verified_program_with_its_solve_record(
     assert report["prediction"]["simulated"] == report["metrics"]["cycle_s"]
 
 
+@pytest.mark.parametrize(("engine", "flags", "clock"), [
+    ("cpsat", [], "work"), ("ga", [], "work"), ("cpsat", ["--wall-clock"], "wall"),
+    ("milp-highs", [], "wall")])
+def test_map_records_the_clock_its_time_limit_counted(capsys, model_file: Path, engine: str,
+                                                       flags: list[str], clock: str) -> None:
+    """--time-limit counts work unless --wall-clock says seconds; the MILP engines, which
+    count no work, always run on the clock; the solve record says which."""
+    code, stdout, _ = run(capsys, "map", str(model_file), "--target", "arch-c", "--objective",
+                          "throughput", "--engine", engine, "--time-limit", "1", *flags,
+                          "--json")
+    assert code == 0
+    solve = json.loads(stdout)["solves"][0]
+    assert solve["clock"] == clock
+    if engine == "cpsat":
+        assert ("max_deterministic_time" in solve["params"]) == (clock == "work")
+
+
 def test_map_exports_the_exact_model(capsys, tmp_path: Path, model_file: Path) -> None:
     path = tmp_path / "placement.mps"
     code, _, _ = run(capsys, "map", str(model_file), "--target", "arch-c", "--engine", "cpsat",
