@@ -32,7 +32,7 @@ SEARCH = "use_ls_only: true interleave_search: false"
 threads. On resnet34/Arch-C (HT) its tree search finds no packing in 5 s (the subproblem,
 with every resource, none in 90 s); the local search finds one in about a second and, with
 two threads, one whose cycle is the master's bound (627.2 us) in 5 s, where interleaved on
-one thread it needs about 7. Not reproducible run to run: the wall clock ends it."""
+one thread it needs about 7. On the wall clock, which ends it, not reproducible run to run."""
 
 WORK_SEARCH = "use_ls_only: true"
 """On the work clock: the same local search, its workers interleaved (reproducible), with no
