@@ -15,7 +15,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from pimsolve.solve.result import SolveResult
+from pimsolve.solve.result import SolveResult, StopReason
 
 __all__ = ["Clock", "CLOCKS", "WORK_S"]
 
@@ -69,6 +69,10 @@ class Clock:
         counts itself."""
         if self.work:
             self._spent += units * WORK_S[kind]
+
+    def stop_reason(self) -> StopReason:
+        """Why a run this clock's limit ended stopped."""
+        return StopReason.DET_TIME_LIMIT if self.work else StopReason.TIME_LIMIT
 
     def charge_solve(self, result: SolveResult) -> None:
         """A CP-SAT solve's deterministic time (work mode; rounded, as its last digits

@@ -319,14 +319,14 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         return SolveResult(engine=f"{_engine_name(master_result, engine)}+decomposition",
                            status=status, objective=None, bound=None, gap=None, wall_s=wall,
                            deterministic_s=None, seed=options.seed,
-                           stop_reason=StopReason.PROVEN if proven else StopReason.TIME_LIMIT,
+                           stop_reason=StopReason.PROVEN if proven else clock.stop_reason(),
                            stats=stats), None
     lower = min(lower, best)
     gap = relative_gap(best, lower)
     exact = best - lower <= 1e-9
     status = Status.OPTIMAL if exact else Status.FEASIBLE
     reason = StopReason.PROVEN if exact else (
-        StopReason.GAP_LIMIT if proven else StopReason.TIME_LIMIT)
+        StopReason.GAP_LIMIT if proven else clock.stop_reason())
     return SolveResult(engine=f"{_engine_name(master_result, engine)}+decomposition",
                        status=status, objective=best, bound=lower, gap=0.0 if exact else gap,
                        wall_s=wall, deterministic_s=None, seed=options.seed,

@@ -362,7 +362,7 @@ def run_ga(instance: PlacementInstance, objective: str, options: GaOptions = GaO
     result = SolveResult(
         engine="ga", status=Status.FEASIBLE, objective=value, bound=None, gap=None,
         wall_s=time.perf_counter() - start, deterministic_s=None, seed=options.seed,
-        stop_reason=StopReason.TIME_LIMIT,
+        stop_reason=clock.stop_reason() if timed_out else StopReason.COMPLETED,
         params=(f"population={options.population} generations={options.generations} "
                 f"time_limit_s={options.time_limit_s} clock={options.clock} "
                 f"seed={options.seed}"),

@@ -278,7 +278,7 @@ def test_work_clock_repeats_a_run_the_limit_stops(mode):
     options = SolveOptions(time_limit_s=1.0, clock="work", workers=2)
     runs = [solve_decomposed(inst, objective, "cpsat", options) for _ in range(2)]
     (first, a), (second, b) = runs
-    assert first.stop_reason.value == "time_limit"  # the limit, not a proof, ended it
+    assert first.stop_reason.value == "det_time_limit"  # the limit, not a proof, ended it
     assert check_counts(inst, a) is None
     assert (first.objective, first.bound, first.stats) == (second.objective, second.bound,
                                                            second.stats)

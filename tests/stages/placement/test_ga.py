@@ -36,7 +36,7 @@ def test_ga_is_valid_and_no_worse_than_its_seeds(case, objective) -> None:
     counts, result = run_ga(inst, objective, TINY, progress=lambda g, b: seen.append((g, b)))
     assert check_counts(inst, counts) is None
     assert result.engine == "ga" and result.status is Status.FEASIBLE
-    assert result.stop_reason is StopReason.TIME_LIMIT
+    assert result.stop_reason is StopReason.COMPLETED  # the generation cap, not the clock
     assert result.bound is None and result.gap is None and result.seed == 0
     assert result.stats["generations"] == 10 and result.stats["time_limited"] == 0
     assert result.objective == pytest.approx(predict(inst, counts).objective(objective))
@@ -74,6 +74,18 @@ def test_ga_stops_at_the_time_limit() -> None:
     assert result.stop_reason is StopReason.TIME_LIMIT
     assert check_counts(inst, counts) is None
     assert result.objective <= result.stats["best_seed"]
+
+
+def test_ga_on_the_work_clock_stops_at_the_same_generation() -> None:
+    """Each individual is charged to the work clock, so a limit ends the run after the same
+    generation every time, whatever the machine's load."""
+    inst, _ = vgg8("small")
+    options = GaOptions(population=20, time_limit_s=0.5, clock="work")
+    (a, ra), (b, rb) = (run_ga(inst, "latency", options) for _ in range(2))
+    assert ra.stop_reason is StopReason.DET_TIME_LIMIT and ra.stats["time_limited"] == 1
+    assert 0 < ra.stats["generations"] < options.generations
+    assert ra.stats == rb.stats and ra.objective == rb.objective
+    assert all(np.array_equal(x.y, y.y) for x, y in zip(a, b, strict=True))
 
 
 def test_ga_needs_a_baseline_that_packs() -> None:
