@@ -23,21 +23,25 @@ CLOCKS = ("wall", "work")
 
 WORK_S = {
     "dtime": 2.5,
+    "master_dtime": 1.5,
     "term": 10e-6,
     "cell": 0.04e-6,
     "window": 0.6e-6,
     "core_layer": 0.5e-6,
-    "replica_core": 35e-6,
+    "replica": 70e-6,
     "individual": 0.5e-3,
 }
-"""Reference seconds per unit of work, measured on the machine the benchmarks ran on (2
-cores): a CP-SAT deterministic second ('dtime'; 85 s of wall for 36.8 over the masters and
-subproblems of the twelve 28x28 rows, 1.3 to 5.6 s a row), a constraint term built or
-handed to CP-SAT ('term'; 5 to 20 us), a window time a decision diagram computes ('cell';
-7.2 s for 202 M), a window a pipeline evaluation goes through ('window'; 0.5 to 0.85 us), a
-(layer, core) pair a valuation of a placement sums ('core_layer'; 0.3 to 2.5 us), a
-(replica, core) pair of the greedy placements of one option set ('replica_core'; 11 to
-67 us), and what the GA does for an individual besides valuing it ('individual')."""
+"""Reference seconds per unit of work, measured on the machine the benchmarks ran on (2 cores):
+a CP-SAT deterministic second ('dtime'; 85 s of wall for 36.8 over the masters and
+subproblems of the twelve 28x28 rows, 1.3 to 5.6 s a row; 'master_dtime' for the
+decomposition's HT masters, whose LP-heavy search takes 1.1 to 1.4 s a deterministic second,
+where LL masters take 1.5 to 5.3 and the subproblems' presolve 3 to 12), a
+constraint term built or handed to CP-SAT ('term'; 5 to 20 us), a window time a decision
+diagram computes ('cell'; 7.2 s for 202 M), a window a pipeline evaluation goes through
+('window'; 0.5 to 0.85 us), a (layer, core) pair a valuation of a placement sums
+('core_layer'; 0.3 to 2.5 us), a replica one pass of a greedy placement places ('replica';
+``baselines.PASS_COST`` times, 20 to 113 us for a pass of ``level``), and what the GA does
+for an individual besides valuing it ('individual')."""
 
 
 @dataclass
@@ -74,7 +78,7 @@ class Clock:
         """Why a run this clock's limit ended stopped."""
         return StopReason.DET_TIME_LIMIT if self.work else StopReason.TIME_LIMIT
 
-    def charge_solve(self, result: SolveResult) -> None:
-        """A CP-SAT solve's deterministic time (work mode; rounded, as its last digits
-        depend on the order its workers' times were summed in)."""
-        self.charge(round(result.deterministic_s or 0.0, 6), "dtime")
+    def charge_solve(self, result: SolveResult, kind: str = "dtime") -> None:
+        """A CP-SAT solve's deterministic time at the price of ``kind`` (work mode; rounded,
+        as its last digits depend on the order its workers' times were summed in)."""
+        self.charge(round(result.deterministic_s or 0.0, 6), kind)

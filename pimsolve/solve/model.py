@@ -216,7 +216,7 @@ def _on_work_clock(options: SolveOptions) -> SolveOptions:
     """The time limit as CP-SAT's deterministic time (``clock.WORK_S``), no wall-clock stop."""
     limit = options.time_limit_s
     if limit is not None:
-        limit = max(MIN_TIME_LIMIT_S, limit) / WORK_S["dtime"]
+        limit = max(MIN_TIME_LIMIT_S, limit) / WORK_S[options.work_price]
         if options.deterministic_time is not None:
             limit = min(limit, options.deterministic_time)
     else:

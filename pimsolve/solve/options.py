@@ -18,6 +18,9 @@ class SolveOptions:
     """'wall', or 'work' (``solve.clock``): the time limit counts work, which a CP-SAT solve
     measures as its deterministic time (``clock.WORK_S``); the MILP engines have no such
     count and refuse it."""
+    work_price: str = "dtime"
+    """On the work clock: the ``clock.WORK_S`` price of a deterministic second, by which the
+    limit is divided (the decomposition's HT masters: 'master_dtime')."""
     deterministic_time: float | None = None
     """CP-SAT deterministic time limit (reproducible)."""
     seed: int = 0

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from pimsolve.errors import InfeasibleError
+from pimsolve.solve.clock import Clock
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
     floor_whole,
@@ -441,7 +442,7 @@ EVEN_TRIES = 8
 
 
 def even_search(instance: PlacementInstance, choices: Sequence[int],
-                reps: Sequence[int]) -> list[LayerCounts] | None:
+                reps: Sequence[int], clock: Clock | None = None) -> list[LayerCounts] | None:
     """LL: the best (by ``predict``) of :func:`even` placements, homes among the AGs and
     homes first, in each the layer whose D_l (``evaluate.whole_ns``) is furthest above its
     option's floor moved to the front of the order each time (placed first, it takes the
@@ -450,7 +451,8 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
     vgg8-28 on PUMA, the restricted diagram's option set (floor 488.0 us; 446.8 before
     ``home_floor`` counted the AGs a core holds): 543.5 us in the default order; Conv_1,
     then Conv_3 first, 496.9 us. resnet18-28 on Arch-C (16 chips), its set: 367.4 us,
-    aligned 339.5 us, the set's floor."""
+    aligned 339.5 us, the set's floor. Each :func:`even` is charged to ``clock`` (if given)."""
+    clock = clock or Clock()
     n = len(instance.layers)
     floor = [floor_whole(instance, i, choices[i], instance.layers[i].replications.index(r))
              for i, r in enumerate(reps)]
@@ -459,6 +461,7 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
         if aligned and instance.chips == 1:
             continue
         order = None
+        _charge_passes(clock, reps, PASS_COST["even"])
         current = even(instance, choices, reps, homes_first=homes_first, aligned=aligned)
         for attempt in range(EVEN_TRIES + 1):
             if current is None:
@@ -473,6 +476,7 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
                 break
             order = [worst, *(i for i in (order or _even_order(instance, choices, reps))
                               if i != worst)]
+            _charge_passes(clock, reps, PASS_COST["even"])
             current = even(instance, choices, reps, order, homes_first, aligned)
     return best
 
@@ -617,16 +621,20 @@ def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[in
 
 
 def level_search(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int],
-                 objective: str, steps: int = 10) -> list[LayerCounts] | None:
+                 objective: str, steps: int = 10,
+                 clock: Clock | None = None) -> list[LayerCounts] | None:
     """The best (by ``predict``) of :func:`level` placements in every order (in HT, homes
     shared or not), the cap bisected between the cores' mean MVM issue time and the busiest
     core of :func:`pack`'s placement (or all the MVM issue on one core; in HT, its cycle time
     if longer: where the global memory binds, busier cores that share loads pay off);
-    :func:`pack`'s placement if none is better."""
+    :func:`pack`'s placement if none is better. Each pass over the replicas is charged to
+    ``clock`` (if given; ``_charge_passes``)."""
+    clock = clock or Clock()
     work = sum(layer.choices[ui].ags * r * layer.windows_per_replica(r)
                * layer.choices[ui].issue_ns
                for layer, ui, r in zip(instance.layers, choices, reps, strict=True))
     best = pack(instance, choices, reps)
+    _charge_passes(clock, reps, PASS_COST["pack"])
     value = predict(instance, best).objective(objective) if best is not None else math.inf
     top = max(_core_time(instance, best), work / instance.cores) if best is not None else work
     if best is not None and instance.mode == "ht":
@@ -634,10 +642,12 @@ def level_search(instance: PlacementInstance, choices: Sequence[int], reps: Sequ
     shares = (False, True) if instance.mode == "ht" else (False,)
     for order, share in itertools.product(LEVEL_ORDERS, shares):
         lo, hi = work / instance.cores, top
+        _charge_passes(clock, reps, PASS_COST["level"])
         if level(instance, choices, reps, hi, order, share) is None:
             continue  # this order fails even at the loosest cap
         for _ in range(steps):
             cap = (lo + hi) / 2
+            _charge_passes(clock, reps, PASS_COST["level"])
             found = level(instance, choices, reps, cap, order, share)
             if found is None:
                 lo = cap
@@ -647,6 +657,17 @@ def level_search(instance: PlacementInstance, choices: Sequence[int], reps: Sequ
             if v < value:
                 best, value = found, v
     return best
+
+
+PASS_COST = {"pack": 0.5, "level": 1.0, "even": 2.5, "spread": 3.0}
+"""What one pass of each greedy placement costs a replica, in ``clock.WORK_S['replica']``
+(measured on seven benchmark option sets: 16 to 73 us a replica for ``pack``, 20 to 113
+for ``level``, 88 to 288 for ``even``, 129 to 290 for ``spread``; nearly independent of the
+cores, over which numpy sums)."""
+
+
+def _charge_passes(clock: Clock, reps: Sequence[int], cost: float) -> None:
+    clock.charge(cost * sum(reps), "replica")
 
 
 def _core_loads(instance: PlacementInstance) -> dict[str, np.ndarray]:

@@ -30,7 +30,7 @@ from pimsolve.solve.clock import Clock
 from pimsolve.solve.model import Progress, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
-from pimsolve.stages.placement.baselines import even_search, level_search, spread
+from pimsolve.stages.placement.baselines import PASS_COST, even_search, level_search, spread
 from pimsolve.stages.placement.diagram import PRIMAL_COUNTED, diagram_bound, floor_options
 from pimsolve.stages.placement.evaluate import LayerCounts, floor_latency, predict
 from pimsolve.stages.placement.formulation import (
@@ -135,15 +135,19 @@ def _exclude(master: PlacementModel, picks: Picks, name: str) -> None:
 
 
 def _seed(instance: PlacementInstance, objective: str, picks: Picks,
-          known: dict[Picks, list[LayerCounts]]) -> list[LayerCounts] | None:
+          known: dict[Picks, list[LayerCounts]], clock: Clock) -> list[LayerCounts] | None:
     """The subproblem's hint: the best of a known placement, ``level_search`` (which is
-    ``pack``'s placement unless it finds a better one), ``spread`` and, in LL, ``even_search``."""
+    ``pack``'s placement unless it finds a better one), ``spread`` and, in LL, ``even_search``;
+    their passes charged to ``clock``."""
     choices = [ui for ui, _ in picks]
     reps = [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
                                                                strict=True)]
-    found = [c for c in (known.get(picks), level_search(instance, choices, reps, objective),
+    clock.charge(PASS_COST["spread"] * sum(reps), "replica")
+    found = [c for c in (known.get(picks),
+                         level_search(instance, choices, reps, objective, clock=clock),
                          spread(instance, choices, reps),
-                         even_search(instance, choices, reps) if instance.mode == "ll" else None)
+                         even_search(instance, choices, reps, clock)
+                         if instance.mode == "ll" else None)
              if c is not None]
     return min(found, key=lambda c: predict(instance, c).objective(objective), default=None)
 
@@ -208,12 +212,14 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             clock.charge(master.model.terms, "term")
         t = clock.now()
         clock.charge(master.model.terms, "term")  # its constraints, in CP-SAT's model
+        price = "master_dtime" if instance.mode == "ht" else "dtime"
         master_result, values = solve_model(master.model, engine,
                                             replace(options, time_limit_s=clock.left(),
                                                     relative_gap=None,
                                                     params=_master_params(instance, engine,
-                                                                          options)))
-        clock.charge_solve(master_result)
+                                                                          options),
+                                                    work_price=price))
+        clock.charge_solve(master_result, price)
         stats["master_s"] += clock.now() - t
         retry = master_result.status == Status.INFEASIBLE and bool(parked)
         if master_result.status == Status.INFEASIBLE:  # every option set settled or parked
@@ -436,9 +442,7 @@ def _placed(instance: PlacementInstance, objective: str, picks: Picks,
             clock: Clock) -> tuple[float, list[LayerCounts]] | None:
     """``_seed``'s placement of ``picks`` (which joins ``known``) and its value in model
     units; None if no greedy placement fits."""
-    clock.charge(instance.cores * sum(layer.replications[ri] for layer, (_, ri) in zip(
-        instance.layers, picks, strict=True)), "replica_core")
-    counts = _seed(instance, objective, picks, known)
+    counts = _seed(instance, objective, picks, known, clock)
     if counts is None:
         return None
     known[picks] = counts

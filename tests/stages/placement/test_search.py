@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from pimsolve.solve.clock import Clock
 from pimsolve.solve.options import SolveOptions
 from pimsolve.stages.placement import decompose
 from pimsolve.stages.placement.baselines import BASELINES, level_search
@@ -71,7 +72,7 @@ def test_decomposition_places_what_the_search_finds(monkeypatch):
     result, counts = decompose.solve_decomposed(inst, "latency", "cpsat",
                                                 SolveOptions(time_limit_s=12.0), start=start)
     assert seen and result.stats["search_s"] > 0
-    placed = [decompose._seed(inst, "latency", picks, {}) for picks in seen]
+    placed = [decompose._seed(inst, "latency", picks, {}, Clock()) for picks in seen]
     best = min(predict(inst, c).latency_ns for c in placed if c is not None)
     assert best < predict(inst, start).latency_ns
     assert predict(inst, counts).latency_ns <= best * 1.001  # the model rounds to ticks
