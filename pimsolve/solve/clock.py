@@ -32,17 +32,15 @@ WORK_S = {
     "individual": 0.5e-3,
 }
 """Reference seconds per unit of work, measured on the machine the benchmarks ran on (2 cores):
-a CP-SAT deterministic second ('dtime'; 85 s of wall for 36.8 over the masters and
-subproblems of the twelve 28x28 rows, 1.3 to 5.6 s a row, the presolve-heavy subproblems
-and packings 3 to 12 (at 2.5, vgg8-28/PUMA LL's took 29 s for 10); 'master_dtime' for the
-decomposition's HT masters, whose LP-heavy search takes 1.1 to 1.4 s a deterministic second,
-where LL masters take 1.5 to 5.3 and the subproblems' presolve 3 to 12), a
-constraint term built or handed to CP-SAT ('term'; 5 to 20 us), a window time a decision
-diagram computes ('cell'; 7.2 s for 202 M), a window a pipeline evaluation goes through
-('window'; 0.5 to 0.85 us), a (layer, core) pair a valuation of a placement sums
-('core_layer'; 0.3 to 2.5 us), a replica one pass of a greedy placement places ('replica';
-``baselines.PASS_COST`` times, 20 to 113 us for a pass of ``level``), and what the GA does
-for an individual besides valuing it ('individual')."""
+a CP-SAT deterministic second ('dtime': the subproblems and packings, whose presolve takes 3
+to 12 s of wall a deterministic second; at 2.5, vgg8-28/PUMA LL took 29 s for a 10 s limit;
+'master_dtime': the decomposition's HT masters, whose LP-heavy search takes 1.1 to 1.4 s;
+the LL masters, 1.5 to 5.3 s, pay 'dtime'), a constraint term built or handed to CP-SAT
+('term'; 5 to 20 us), a window time a decision diagram computes ('cell'; 7.2 s for 202 M), a
+window a pipeline evaluation goes through ('window'; 0.5 to 0.85 us), a (layer, core) pair a
+valuation of a placement sums ('core_layer'; 0.3 to 2.5 us), a replica one pass of a greedy
+placement places ('replica'; ``baselines.PASS_COST`` times, 20 to 113 us for a pass of
+``level``), and what the GA does for an individual besides valuing it ('individual')."""
 
 
 @dataclass

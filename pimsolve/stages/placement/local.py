@@ -93,6 +93,7 @@ class _Search:
     def __init__(self, instance: PlacementInstance, counts: list[LayerCounts], clock: Clock,
                  deadline: float) -> None:
         self.instance, self.clock, self.deadline = instance, clock, deadline
+        self.windows = sum(layer.windows for layer in instance.layers)  # what key() goes through
         self.cur = [LayerCounts(c.choice, c.replication, np.array(c.y), np.array(c.rho),
                                 np.array(c.ell)) for c in counts]
         layers = instance.layers
@@ -119,7 +120,7 @@ class _Search:
         """Latency, then the sum of the D_l, then the squared excess of every layer's cores
         over its floor."""
         self.clock.charge(len(self.cur) * self.instance.cores, "core_layer")
-        self.clock.charge(sum(layer.windows for layer in self.instance.layers), "window")
+        self.clock.charge(self.windows, "window")
         excess = sum(float((np.maximum(core_busy(self.instance, i, c) - self.floor[i], 0.0)
                             ** 2).sum()) for i, c in enumerate(self.cur))
         return (round(predict(self.instance, self.cur).time_ns, 6),
