@@ -659,7 +659,7 @@ def level_search(instance: PlacementInstance, choices: Sequence[int], reps: Sequ
     return best
 
 
-PASS_COST = {"pack": 0.5, "level": 1.0, "even": 2.5, "spread": 3.0}
+PASS_COST = {"pack": 0.5, "level": 1.0, "even": 2.5, "spread": 3.0, "fill": 0.5}
 """What one pass of each greedy placement costs a replica, in ``clock.WORK_S['replica']``
 (measured on seven benchmark option sets: 16 to 73 us a replica for ``pack``, 20 to 113
 for ``level``, 88 to 288 for ``even``, 129 to 290 for ``spread``; nearly independent of the
@@ -668,6 +668,63 @@ cores, over which numpy sums)."""
 
 def _charge_passes(clock: Clock, reps: Sequence[int], cost: float) -> None:
     clock.charge(cost * sum(reps), "replica")
+
+
+def fill(instance: PlacementInstance, choices: Sequence[int],
+         reps: Sequence[int]) -> list[LayerCounts] | None:
+    """Place ``reps[l]`` replicas where the crossbars and the local memory are nearly full
+    (time is not looked at), or None when they do not fit.
+
+    Replicas go by AG size (crossbars per AG), largest first, then by home memory, largest
+    first; each home goes to the fitting core where it keeps the most of its AGs (then the
+    one left with the least memory), and each AG it cannot keep, right after it, to the core
+    with the most local memory left that has the crossbars. Largest AG first, sizes that
+    divide each other (1, 2, 4, 8 crossbars) never leave a core's crossbars too split for the
+    next AG: resnet34 on Arch-C (HT), the master's option set, 508 of 512 crossbars and homes
+    of 8 to 37 KB on cores of 60.5 KB, which :func:`level`, :func:`pack`, :func:`spread` and
+    :func:`even` all fail to place, fits at the set's bound, where CP-SAT's local search
+    (``packing.pack_exact``) needed seconds."""
+    n, k = len(instance.layers), instance.cores
+    cm, most = instance.computing_mode == "CM", instance.max_layers_per_core
+    free = np.full(k, instance.crossbars_per_core, dtype=np.int64)
+    mem = _memory(instance)
+    y, rho, ell = (np.zeros((n, k), dtype=np.int64) for _ in range(3))
+    layers_on = np.zeros(k, dtype=np.int64)
+
+    def room(i: int, x: int, nbytes: int) -> np.ndarray:
+        ok = (free >= x) & (mem >= nbytes)
+        if most is not None:
+            ok &= (y[i] > 0) | (layers_on < most)
+        return ok
+
+    def put(i: int, at: int, count: int, x: int, nbytes: int) -> None:
+        layers_on[at] += y[i, at] == 0
+        y[i, at] += count
+        free[at] -= count * x
+        mem[at] -= nbytes
+
+    order = sorted((-instance.layers[i].choices[ui].crossbars_per_ag,
+                    -instance.replica_bytes(i, ui), i)
+                   for i, ui in enumerate(choices) for _ in range(reps[i]))
+    for _, _, i in order:
+        u = instance.layers[i].choices[choices[i]]
+        x, a, hb = u.crossbars_per_ag, u.ags, instance.replica_bytes(i, choices[i])
+        keep = np.minimum(free // x, a)
+        ok = room(i, x, hb) & ((keep == a) if cm else True)
+        if not ok.any():
+            return None
+        at = int(np.lexsort((mem - hb, -keep, ~ok))[0])
+        put(i, at, int(keep[at]), x, hb)
+        rho[i, at] += 1
+        ell[i, at] += keep[at]
+        for _ in range(a - int(keep[at])):
+            ok = room(i, x, u.remote_bytes)
+            ok[at] = False
+            if not ok.any():
+                return None
+            put(i, int(np.lexsort((-mem, ~ok))[0]), 1, x, u.remote_bytes)
+    return [LayerCounts(ui, r, y[i], rho[i], ell[i])
+            for i, (ui, r) in enumerate(zip(choices, reps, strict=True))]
 
 
 def _core_loads(instance: PlacementInstance) -> dict[str, np.ndarray]:

@@ -30,7 +30,13 @@ from pimsolve.solve.clock import Clock
 from pimsolve.solve.model import Progress, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
-from pimsolve.stages.placement.baselines import PASS_COST, even_search, level_search, spread
+from pimsolve.stages.placement.baselines import (
+    PASS_COST,
+    even_search,
+    fill,
+    level_search,
+    spread,
+)
 from pimsolve.stages.placement.diagram import PRIMAL_COUNTED, diagram_bound, floor_options
 from pimsolve.stages.placement.evaluate import LayerCounts, floor_latency, predict
 from pimsolve.stages.placement.formulation import (
@@ -137,15 +143,16 @@ def _exclude(master: PlacementModel, picks: Picks, name: str) -> None:
 def _seed(instance: PlacementInstance, objective: str, picks: Picks,
           known: dict[Picks, list[LayerCounts]], clock: Clock) -> list[LayerCounts] | None:
     """The subproblem's hint: the best of a known placement, ``level_search`` (which is
-    ``pack``'s placement unless it finds a better one), ``spread`` and, in LL, ``even_search``;
-    their passes charged to ``clock``."""
+    ``pack``'s placement unless it finds a better one), ``spread``, ``fill`` and, in LL,
+    ``even_search``; their passes charged to ``clock``."""
     choices = [ui for ui, _ in picks]
     reps = [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
                                                                strict=True)]
-    clock.charge(PASS_COST["spread"] * sum(reps), "replica")
+    clock.charge((PASS_COST["spread"] + PASS_COST["fill"]) * sum(reps), "replica")
     found = [c for c in (known.get(picks),
                          level_search(instance, choices, reps, objective, clock=clock),
                          spread(instance, choices, reps),
+                         fill(instance, choices, reps),
                          even_search(instance, choices, reps, clock)
                          if instance.mode == "ll" else None)
              if c is not None]
