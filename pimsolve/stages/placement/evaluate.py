@@ -398,16 +398,18 @@ def offchip_floors(instance: PlacementInstance, counts: list[LayerCounts],
 def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
                issue: Callable[[Choice], float] | None = None,
                link: Callable[[float], float] | None = None, *, counted: bool = True) -> float:
-    """LL: a lower bound on ``core_floors`` of layer ``li`` under option (u, r) that needs
-    no placement, for the decomposition's master: the home core of a replica runs its m
-    windows' inputs in and outputs out, and between 1 (A in core mode) and
+    """A lower bound on ``core_floors`` of layer ``li`` under option (u, r) that needs no
+    placement, for the decomposition's master: the home core of a replica runs its m
+    windows' inputs in and outputs out (LL; HT loads and stores them through the global
+    memory port, not the link), and between 1 (A in core mode) and
     min(A, C / X) of its AGs, the others' slices out and partial sums in; the least over
     that number of the busiest resource (the sum, sync). And no less than the issue of the
     core holding the most of the layer's A r AGs, ceil(A r / K) at least (A ceil(r / K) in
     core mode), nor, with sync communication, than the layer's serial work on all cores
     (each AG off its home sends and takes a slice and partial sums at both ends) over K.
     ``counted``: and no less than ``_counted_floor``, which counts the AGs a core can hold
-    (with no more replicas than cores)."""
+    (with no more replicas than cores). In HT a core's time is the sum over the layers it
+    holds, so the layer alone bounds the cycle time too."""
     issue = issue or (lambda u: u.issue_ns)
     link = link or (lambda nbytes: nbytes / instance.link_bytes_per_ns)
     layer = instance.layers[li]
@@ -415,7 +417,7 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
     most = min(u.ags, instance.crossbars_per_core // u.crossbars_per_ag)
     least = u.ags if instance.computing_mode == "CM" else 1
     t_issue, t_out, t_in = issue(u), link(u.out_bytes), link(u.in_bytes)
-    t_load, t_store = link(layer.input_bytes), link(layer.store_bytes)
+    t_load, t_store = _home_io(instance, layer, link)
 
     def busiest(kept: int) -> float:
         busy = [t_issue * kept, t_out * (u.ags - kept) + t_load,
@@ -438,10 +440,18 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
     if instance.sync:  # all the cores' serial work for the layer, K cores sharing it at best
         away = r * (u.ags - most)  # AGs off their home, at least
         best = max(best, (issue(u) * u.ags * r + 2 * (link(u.in_bytes) + link(u.out_bytes)) * away
-                          + (link(layer.input_bytes) + link(layer.store_bytes)) * r) / cores)
+                          + (t_load + t_store) * r) / cores)
     if counted:
         best = _counted_floor(instance, li, ui, r, best, issue, link)
     return best * m
+
+
+def _home_io(instance: PlacementInstance, layer, link: Callable[[float], float]) -> tuple:
+    """A home's link time per window for its replica's input and output: LL moves them over
+    the network; HT through the global memory port (no link time)."""
+    if instance.mode == "ht":
+        return 0, 0
+    return link(layer.input_bytes), link(layer.store_bytes)
 
 
 def _largest(lines: list[tuple[float, float]], t: float, lo: int, hi: int) -> int:
@@ -482,7 +492,7 @@ def _counted_floor(instance: PlacementInstance, li: int, ui: int, r: int, floor:
     cm = instance.computing_mode == "CM"
     # in floats (the model's ticks are Fractions), the result lowered by a hair below
     iss, si, so = float(issue(u)), float(link(u.in_bytes)), float(link(u.out_bytes))
-    inp, st = float(link(layer.input_bytes)), float(link(layer.store_bytes))
+    inp, st = (float(t) for t in _home_io(instance, layer, link))
     cap = instance.crossbars_per_core // u.crossbars_per_ag
     top, hb, rb = instance.local_memory_bytes, instance.replica_bytes(li, ui), u.remote_bytes
     homes_most = min(r, cap if not cm else cap // a)

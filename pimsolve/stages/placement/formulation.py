@@ -644,6 +644,10 @@ def _aggregate_cuts(instance: PlacementInstance, z,
                     local * m * most_homes,
                     (port + gport0 / most_homes) * most_homes,
                     home_in * most_homes, home_out * most_homes)
+        if ht:  # a home core's AGs, partial sums and slices for the layer alone
+            floor = max(floor, math.ceil(home_floor(instance, li, ui, ri,
+                                                    lambda c: _ticks(c.issue_ns),
+                                                    lambda nbytes: _ticks(nbytes) * link)))
         floors[li].add(floor, v)
     sums["vfu"].constant += vfu0 * K
     sums["gport"].constant += gport0 * K

@@ -372,6 +372,41 @@ def test_home_floor_is_the_least_floor_of_the_layer_alone(kwargs, cores):
     assert above or not inst.sync, "the sums alone were exact: the case tests nothing"
 
 
+def _alone_busiest(inst, li: int, c: LayerCounts) -> float:
+    """HT: the busiest per-core resource of layer ``li``'s placement ``c`` alone (no other
+    layer, no vector layers)."""
+    alone = dataclasses.replace(inst, layers=(inst.layers[li],), edges=(),
+                                vector_core_ns=dict.fromkeys(inst.vector_core_ns, 0.0))
+    return max(float(v.max()) for v in evaluate.per_core(alone, [c]).values())
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"link_gb_per_s": 0.05},
+                                    {"communication": "sync", "link_gb_per_s": 0.2,
+                                     "issue_ns": 1600}], ids=["isaac", "slow", "sync"])
+@pytest.mark.parametrize("cores", [2, 3])
+def test_ht_home_floor_is_the_least_busiest_core_of_the_layer_alone(kwargs, cores):
+    """HT: a core's time sums the layers it holds, so the busiest core of one layer's
+    placement alone bounds the cycle. The floor (the home's AGs, slices and partial sums on
+    the link; its loads go through the global memory port) is the least of that over every
+    placement of the layer (brute force) on these instances, and on a sync target above the
+    master's issue floors for some option (the case tests something)."""
+    inst = instance(cores, 3, "ht", **kwargs)
+    above = 0
+    for li, layer in enumerate(inst.layers):
+        least: dict[tuple[int, int], float] = {}
+        for c in _layer_options(inst, li):
+            key = (c.choice, layer.replications.index(c.replication))
+            least[key] = min(least.get(key, math.inf), _alone_busiest(inst, li, c))
+        for (ui, ri), want in least.items():
+            floor = evaluate.home_floor(inst, li, ui, ri)
+            assert floor == pytest.approx(want, rel=1e-5)
+            u, r = layer.choices[ui], layer.replications[ri]
+            m = layer.windows_per_replica(r)
+            crowded = u.issue_ns * m * -(-u.ags * r // inst.cores)
+            above += floor > max(crowded, u.ag_ns * m) * (1 + 1e-6)
+    assert above or not inst.sync, "the floor never passed the issue floors: tests nothing"
+
+
 def test_issue_floor_by_hand():
     """conv1 in two replicas of 2 AGs: both on core 0, it issues 4 AG-windows per window
     step, m = 18 steps: 4 x 18 x 1.6 us = 115.2 us; one replica per core: 57.6 us."""
