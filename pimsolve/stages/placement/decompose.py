@@ -46,6 +46,7 @@ from pimsolve.stages.placement.formulation import (
     decode_values,
     hint_values,
     objective_scale,
+    restrict_room,
 )
 from pimsolve.stages.placement.instance import PlacementInstance
 from pimsolve.stages.placement.local import polish
@@ -71,6 +72,14 @@ homes' local memory and its crossbars packed together), the restricted diagram a
 the option sets held to these shares of the crossbars and of the local memory, in turn,
 until one places (224x224, 10 s: googlenet/isaac and resnet34/arch-c at 0.9,
 googlenet/arch-c at 0.75)."""
+ROOM_HT = (0.9, 0.8, 0.7)
+"""HT, where no greedy placement fits the master's option set: the shares of the crossbars and
+the local memory ``_roomy`` holds the master to in turn. googlenet/Arch-C HT: the master's
+sets (340.8 us) need 99.3% of the local memory for their homes, and held to 0.98 and 0.95 its
+sets still place nowhere; at 0.9 one places at 419.2 us (balance: 648 us)."""
+ROOM_HT_SHARE = 0.8
+"""``_roomy`` takes at most this share of the time left (the packing of the master's set,
+next, the rest)."""
 ROOM_CELLS = 500_000
 """The restricted diagram's budget for those (resnet34, googlenet at 224x224: 0.1 to 0.5 s
 a share)."""
@@ -206,6 +215,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     # once, after the first master; not with sync communication, where transfers block the
     # cores: the floor is a fifth to a half of a placement's latency and ranks options poorly
     search = instance.mode == "ll" and objective == "latency" and not instance.sync
+    roomy = instance.mode == "ht"
     while True:
         left = clock.left()
         if best is not None and best - lower <= goal * abs(best) + 1e-9:
@@ -262,6 +272,17 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 parked[picks] = floor
             break
         placed = _placed(instance, objective, picks, known, clock)
+        if placed is None and roomy:  # HT, once: a set with room, placed, as an incumbent
+            roomy = False
+            t = clock.now()
+            found = _roomy(instance, objective, master, engine, options, known, clock,
+                           ROOM_HT_SHARE * clock.left(), picks)
+            stats["room_s"] = clock.now() - t
+            if found is not None and (best is None or found[1] < best):
+                stats["room_share"] = found[0]
+                best, best_counts = found[1:]
+                if progress is not None:
+                    progress(Progress(time.perf_counter() - began, best, lower))
         if placed is None:  # no greedy placement fits: the packing model's, if it finds one
             left = clock.left()
             t = clock.now()
@@ -345,6 +366,36 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                        wall_s=wall, deterministic_s=None, seed=options.seed,
                        stop_reason=reason, params=master_result.params if master_result else "",
                        stats=stats), best_counts
+
+
+def _roomy(instance: PlacementInstance, objective: str, master: PlacementModel, engine: str,
+           options: SolveOptions, known: dict[Picks, list[LayerCounts]], clock: Clock,
+           seconds: float, hint: Picks) -> tuple[float, float, list[LayerCounts]] | None:
+    """HT: the master held to each of ``ROOM_HT`` of the crossbars and the local memory in
+    turn (``formulation.restrict_room``), each solve given the time left of ``seconds`` and
+    the master's option set ``hint`` as a hint, until a greedy placement fits its option
+    set: (the share, the placement's value in model units, the placement); None if none did
+    in time. The hint, which the room excludes, guides CP-SAT better than a placed set's:
+    googlenet/Arch-C HT at 0.9, 2.7 deterministic seconds: the optimum, 419.2 us, where
+    hinted with balance's set it found only that set (648 us) and unhinted nothing."""
+    deadline = clock.now() + seconds
+    for share in ROOM_HT:
+        restricted = restrict_room(master, share)
+        clock.charge(restricted.model.terms, "term")
+        left = deadline - clock.now()
+        if left <= 0:
+            return None
+        result, values = solve_model(restricted.model, engine, replace(
+            options, time_limit_s=left, relative_gap=None,
+            params=_master_params(instance, engine, options), work_price="master_dtime"),
+            hint={v: int(hint[li] == (ui, ri)) for (li, ui, ri), v in restricted.z.items()})
+        clock.charge_solve(result, "master_dtime")
+        if values is None:
+            continue
+        placed = _placed(instance, objective, _master_picks(restricted, values), known, clock)
+        if placed is not None:
+            return share, *placed
+    return None
 
 
 def _search(instance: PlacementInstance, objective: str, start: list[LayerCounts] | None,

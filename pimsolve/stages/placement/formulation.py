@@ -12,6 +12,7 @@ denominator, so both engines solve exactly the model ``predict`` evaluates (up t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -38,7 +39,7 @@ from pimsolve.stages.placement.evaluate import (
 from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "build_master",
-           "decode_values", "hint_values", "objective_scale", "core_counts"]
+           "restrict_room", "decode_values", "hint_values", "objective_scale", "core_counts"]
 
 TICKS_PER_NS = round(1 / PERIOD_NS)
 """The model's time unit, the tick: 0.01 ns (``evaluate.PERIOD_NS``, the LL window period's
@@ -435,6 +436,28 @@ def build_master(instance: PlacementInstance, objective: str, *,
                               - layer.load_bytes[ri] * r))
     energy = _objective(model, instance, objective, z, time, travel, saved)
     return PlacementModel(model, instance, objective, z, {}, {}, {}, {}, time, energy)
+
+
+def restrict_room(master: PlacementModel, room: float) -> PlacementModel:
+    """A copy of ``master`` (its cuts included) whose option sets use at most ``room`` of the
+    crossbars and of the local memory summed over the cores: a restriction, so its optimum
+    bounds nothing; its option sets leave the greedy placements room where the master's
+    fill every core (googlenet on Arch-C, HT: the master's sets need 99.3% of the local
+    memory for their homes and no greedy places them; held to 0.9, one places)."""
+    inst, m = master.instance, master.model
+    model = dataclasses.replace(m, lower=list(m.lower), upper=list(m.upper),
+                                names=list(m.names), constraints=list(m.constraints),
+                                products=list(m.products), implied=set(m.implied))
+    options = [(inst.layers[li], li, ui, ri, v) for (li, ui, ri), v in master.z.items()]
+    model.add(total(v * (layer.replications[ri] * layer.choices[ui].ags
+                         * layer.choices[ui].crossbars_per_ag)
+                    for layer, li, ui, ri, v in options),
+              hi=math.floor(inst.cores * inst.crossbars_per_core * room), name="room_crossbars")
+    if inst.local_memory_bytes is not None:
+        model.add(total(v * option_memory(inst, li, ui, ri)[0]
+                        for layer, li, ui, ri, v in options),
+                  hi=math.floor(inst.cores * inst.local_memory_bytes * room), name="room_memory")
+    return dataclasses.replace(master, model=model)
 
 
 def _memory_cuts(model: IntModel, instance: PlacementInstance, z) -> None:

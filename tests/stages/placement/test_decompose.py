@@ -285,3 +285,34 @@ def test_work_clock_repeats_a_run_the_limit_stops(mode):
     assert all((x.y == y.y).all() and (x.rho == y.rho).all() and (x.ell == y.ell).all()
                and (x.choice, x.replication) == (y.choice, y.replication)
                for x, y in zip(a, b, strict=True))
+
+
+def test_roomy_places_a_set_that_leaves_room() -> None:
+    """HT, where no greedy placement fits the master's option set: ``_roomy`` holds a copy of
+    the master (its cuts included; the master itself is left as it was) to the ``ROOM_HT``
+    shares in turn and returns the first set a greedy places: valid, within the share of the
+    crossbars and of the local memory (the master's own set is not), and no better than the
+    master's optimum (it is a restriction)."""
+    from pimsolve.solve.clock import Clock
+    from pimsolve.stages.placement import decompose
+    from pimsolve.stages.placement.formulation import option_memory
+    from tests.stages.placement.test_packing import tight
+
+    inst, _ = tight()
+    master = build_master(inst, "throughput")
+    before = len(master.model.constraints)
+    result, values = solve_model(master.model, "cpsat", SolveOptions(time_limit_s=10))
+    picks = decompose._master_picks(master, values)
+    found = decompose._roomy(inst, "throughput", master, "cpsat", SolveOptions(time_limit_s=10),
+                             {}, Clock(), 10.0, picks)
+    assert found is not None and len(master.model.constraints) == before
+    share, value, counts = found
+    assert share in decompose.ROOM_HT and check_counts(inst, counts) is None
+    assert value >= result.objective
+    used = sum(c.replication * inst.layers[i].choices[c.choice].ags
+               * inst.layers[i].choices[c.choice].crossbars_per_ag for i, c in enumerate(counts))
+    memory = sum(option_memory(inst, i, c.choice, inst.layers[i].replications.index(
+        c.replication))[0] for i, c in enumerate(counts))
+    assert used <= share * inst.cores * inst.crossbars_per_core
+    assert memory <= share * inst.cores * inst.local_memory_bytes
+    assert decompose.picks_of(inst, counts) != picks  # the master's set takes more room
