@@ -662,8 +662,9 @@ def level_search(instance: PlacementInstance, choices: Sequence[int], reps: Sequ
 PASS_COST = {"pack": 0.5, "level": 1.0, "even": 2.5, "spread": 3.0, "fill": 0.5}
 """What one pass of each greedy placement costs a replica, in ``clock.WORK_S['replica']``
 (measured on seven benchmark option sets: 16 to 73 us a replica for ``pack``, 20 to 113
-for ``level``, 88 to 288 for ``even``, 129 to 290 for ``spread``; nearly independent of the
-cores, over which numpy sums)."""
+for ``level``, 88 to 288 for ``even``, 129 to 290 for ``spread``; on the Arch-C 224x224 HT
+master sets 14 to 23 for ``fill``; nearly independent of the cores, over which numpy
+sums)."""
 
 
 def _charge_passes(clock: Clock, reps: Sequence[int], cost: float) -> None:

@@ -71,7 +71,7 @@ ROOM_SHARES = (0.95, 0.9, 0.85, 0.8, 0.75, 0.7)
 homes' local memory and its crossbars packed together), the restricted diagram again with
 the option sets held to these shares of the crossbars and of the local memory, in turn,
 until one places (224x224, 10 s: googlenet/isaac and resnet34/arch-c at 0.9,
-googlenet/arch-c at 0.75)."""
+googlenet/arch-c at 0.75, at 0.9 since ``baselines.fill``)."""
 ROOM_HT = (0.9, 0.8, 0.7)
 """HT, where no greedy placement fits the master's option set: the shares of the crossbars and
 the local memory ``_roomy`` holds the master to in turn. googlenet/Arch-C HT: the master's
