@@ -43,6 +43,16 @@ def tight():
     return inst, sets
 
 
+def _valid_where_no_greedy_is(inst, choices, reps, found) -> bool:
+    """Asserts that ``found`` is a valid placement of these options; whether ``pack``,
+    ``spread`` and ``level_search`` all fail to place them."""
+    assert check_counts(inst, found) is None
+    assert [(c.choice, c.replication) for c in found] == list(zip(choices, reps, strict=True))
+    greedy = (pack(inst, choices, reps), spread(inst, choices, reps),
+              level_search(inst, choices, reps, "throughput"))
+    return all(g is None for g in greedy)
+
+
 def test_pack_exact_places_exactly_the_sets_that_have_a_placement() -> None:
     """Every option set of ``tight``: ``pack_exact`` returns a valid placement of it (all AGs
     and homes, crossbars, local memory) if and only if the exact subproblem
@@ -61,12 +71,7 @@ def test_pack_exact_places_exactly_the_sets_that_have_a_placement() -> None:
         if found is None:
             continue
         feasible += 1
-        assert check_counts(inst, found) is None
-        assert [(c.choice, c.replication) for c in found] == list(zip(choices, reps,
-                                                                      strict=True))
-        greedy = (pack(inst, choices, reps), spread(inst, choices, reps),
-                  level_search(inst, choices, reps, "throughput"))
-        rescued += all(g is None for g in greedy)
+        rescued += _valid_where_no_greedy_is(inst, choices, reps, found)
     assert feasible >= 20 and rescued >= 1
 
 
@@ -81,12 +86,7 @@ def test_fill_places_the_tight_sets_validly() -> None:
         if found is None:
             continue
         placed += 1
-        assert check_counts(inst, found) is None
-        assert [(c.choice, c.replication) for c in found] == list(zip(choices, reps,
-                                                                      strict=True))
-        greedy = (pack(inst, choices, reps), spread(inst, choices, reps),
-                  level_search(inst, choices, reps, "throughput"))
-        rescued += all(g is None for g in greedy)
+        rescued += _valid_where_no_greedy_is(inst, choices, reps, found)
     assert placed >= 25 and rescued >= 1
 
 
