@@ -187,7 +187,8 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     async communication, the option sets ``search.search_options``
     finds from the best placement known once the first master's option set is seeded,
     placed, are incumbents too (after the master's bound and its seed, which need the time
-    more).
+    more). In HT, where no greedy placement fits the master's option set and the incumbent is
+    far above its value, ``_roomy``'s set, which leaves room, placed, is an incumbent.
     """
     began = time.perf_counter()
     clock = Clock.named(options.clock, options.time_limit_s)
