@@ -383,9 +383,11 @@ def _roomy(instance: PlacementInstance, objective: str, master: PlacementModel, 
     turn (``formulation.restrict_room``), each solve given the time left of ``seconds`` and
     the master's option set ``hint`` as a hint, until a greedy placement fits its option
     set: (the share, the placement's value in model units, the placement); None if none did
-    in time. The hint, which the room excludes, guides CP-SAT better than a placed set's:
-    googlenet/Arch-C HT at 0.9, 2.7 deterministic seconds: the optimum, 419.2 us, where
-    hinted with balance's set it found only that set (648 us) and unhinted nothing."""
+    in time. googlenet/Arch-C HT at 0.9, 4 work-s: hinted with the master's set (which the
+    room excludes), the optimum, 419.2 us, in 2.6 deterministic s, a set that places;
+    unhinted also 419.2 (2.3 s), a set that places; hinted with balance's set 419.2 (2.4 s),
+    a tied set that places nowhere. With 1 deterministic s: 1254.4, nothing, and 648.1 us
+    (balance's own set). So the hint picks among tied optima more than it speeds the solve."""
     deadline = clock.now() + seconds
     for share in ROOM_HT:
         restricted = restrict_room(master, share)

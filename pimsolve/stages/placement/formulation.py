@@ -409,13 +409,10 @@ def build_master(instance: PlacementInstance, objective: str, *,
     _check_objective(objective)
     model = IntModel(f"placement master {instance.model} on {instance.target} "
                      f"({instance.mode})")
-    K, C = instance.cores, instance.crossbars_per_core
+    C = instance.crossbars_per_core
     z = _choice_vars(model, instance, None)
-    model.add(total(v * (layer.replications[ri] * layer.choices[ui].ags
-                         * layer.choices[ui].crossbars_per_ag)
-                    for (li, ui, ri), v in z.items()
-                    for layer in (instance.layers[li],)), hi=K * C, name="crossbars")
-    _memory_cuts(model, instance, z)
+    _room_cuts(model, instance, z)
+    _layer_memory_cuts(model, instance, z)
     time = model.var(0, 1, "T")
     if objective not in ("latency", "throughput"):
         upper = None
@@ -444,34 +441,39 @@ def restrict_room(master: PlacementModel, room: float) -> PlacementModel:
     bounds nothing; its option sets leave the greedy placements room where the master's
     fill every core (googlenet on Arch-C, HT: the master's sets need 99.3% of the local
     memory for their homes and no greedy places them; held to 0.9, one places)."""
-    inst, m = master.instance, master.model
+    m = master.model
     model = dataclasses.replace(m, lower=list(m.lower), upper=list(m.upper),
                                 names=list(m.names), constraints=list(m.constraints),
                                 products=list(m.products), implied=set(m.implied))
-    options = [(inst.layers[li], li, ui, ri, v) for (li, ui, ri), v in master.z.items()]
-    model.add(total(v * (layer.replications[ri] * layer.choices[ui].ags
-                         * layer.choices[ui].crossbars_per_ag)
-                    for layer, li, ui, ri, v in options),
-              hi=math.floor(inst.cores * inst.crossbars_per_core * room), name="room_crossbars")
-    if inst.local_memory_bytes is not None:
-        model.add(total(v * option_memory(inst, li, ui, ri)[0]
-                        for layer, li, ui, ri, v in options),
-                  hi=math.floor(inst.cores * inst.local_memory_bytes * room), name="room_memory")
+    _room_cuts(model, master.instance, master.z, room, "room_")
     return dataclasses.replace(master, model=model)
 
 
-def _memory_cuts(model: IntModel, instance: PlacementInstance, z) -> None:
-    """Local memory, summed over the cores (K M) and per layer on the core holding the most
-    of its homes (ceil(r / K) of them): valid for every placement of the options."""
+def _room_cuts(model: IntModel, instance: PlacementInstance, z, share: float = 1.0,
+               prefix: str = "") -> None:
+    """The options' crossbars and local memory (``option_memory``), summed over the cores,
+    within ``share`` of the K C and K M there are: valid for every placement of the options
+    with ``share`` 1."""
+    top = instance.local_memory_bytes
+    model.add(total(v * (layer.replications[ri] * layer.choices[ui].ags
+                         * layer.choices[ui].crossbars_per_ag)
+                    for (li, ui, ri), v in z.items() for layer in (instance.layers[li],)),
+              hi=math.floor(instance.cores * instance.crossbars_per_core * share),
+              name=f"{prefix}crossbars")
+    if top is not None:
+        model.add(total(v * option_memory(instance, *key)[0] for key, v in z.items()),
+                  hi=math.floor(instance.cores * top * share), name=f"{prefix}memory")
+
+
+def _layer_memory_cuts(model: IntModel, instance: PlacementInstance, z) -> None:
+    """Local memory per layer on the core holding the most of its homes (ceil(r / K) of
+    them): valid for every placement of the options."""
     top = instance.local_memory_bytes
     if top is None:
         return
-    memory = {key: option_memory(instance, *key) for key in z}
-    model.add(total(v * memory[key][0] for key, v in z.items()), hi=instance.cores * top,
-              name="memory")
     for li, layer in enumerate(instance.layers):
-        model.add(total(v * memory[key][1] for key, v in z.items() if key[0] == li), hi=top,
-                  name=f"memory[{layer.name}]")
+        model.add(total(v * option_memory(instance, *key)[1] for key, v in z.items()
+                        if key[0] == li), hi=top, name=f"memory[{layer.name}]")
 
 
 def option_memory(instance: PlacementInstance, li: int, ui: int, ri: int) -> tuple[int, int]:
