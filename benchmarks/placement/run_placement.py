@@ -120,6 +120,9 @@ def write(rows: list[dict], engines: list[str], name: str) -> None:
         lines += ["", f"Prediction vs simulator: {len(errs)} rows, median |error| "
                   f"{errs[len(errs) // 2]:.1%}, max {errs[-1]:.1%}, within 5%: "
                   f"{sum(e <= 0.05 for e in errs)}"]
+    failed = [r for r in rows if str(r.get("checks")) == "False"]
+    lines += ["", "Programs that fail the simulator's checks: " + (", ".join(
+        f"{r['model']}/{r['target']}/{r['mode']}/{r['engine']}" for r in failed) or "none")]
     (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 

@@ -98,9 +98,10 @@ class CoreEmitter:
 
     def alloc_run(self, size: int, count: int) -> list[Buffer] | None:
         """``count`` buffers of ``size`` elements at adjacent addresses, so one transfer can
-        fill them all, or None where that would take memory past ``limit``. Each is freed
-        on its own; the run's memory returns to the pool, as one slot, once all are (freed
-        parts of runs would otherwise splinter the pools)."""
+        fill them all, or None where that would take memory past ``limit`` (``on_full`` is
+        not asked: a run only saves transfers). Each is freed on its own; the run's memory
+        returns to the pool, as one slot, once all are (freed parts of runs would otherwise
+        splinter the pools)."""
         whole = self._take(size * count, past_limit=False)
         if whole is None:
             return None
@@ -120,7 +121,8 @@ class CoreEmitter:
             # memory is short: a slot freed lately beats new memory past the limit
             buf = self._reuse(size, 2 * size, self.spares) if rested else None
             buf = buf or self._reuse(size, self.limit, self.spares) or self._coalesce(size)
-            while buf is None and self.on_full is not None and self.on_full(self, size):
+            while (buf is None and past_limit and self.on_full is not None
+                   and self.on_full(self, size)):
                 buf = self._reuse(size, self.limit, lambda s: 0) or self._coalesce(size)
             if buf is None and not past_limit:
                 return None
@@ -205,6 +207,15 @@ class CoreEmitter:
             if moved and (not best or len(moved) < len(best)):
                 best = moved
         return best
+
+    def holder(self, buf: Buffer) -> tuple[Buffer, list[Buffer]]:
+        """The slot that returns to the pool once ``buf`` is freed (its run's whole slot
+        when it is part of one) and the live buffers that must all be freed for that."""
+        run = self._run_of.get(id(buf))
+        if run is None:
+            return buf, [buf]
+        whole, parts = run
+        return whole, [part for part in parts if id(part) in self._run_of]
 
     def free(self, buf: Buffer) -> None:
         """Return ``buf``; a later allocation of its slot's size, or of down to half of it,

@@ -85,6 +85,10 @@ class CodegenOptions:
     """LL mode: when a core's local memory is full, store a pixel it holds for a later task
     or send (preferably one no task needs soon, else the newest) to global memory and load
     it back when it is needed, instead of allocating past the local memory."""
+    ht_drop: bool = True
+    """HT mode: when a core's local memory is full, drop cached input pixels that no task
+    of the round reads and load them again when a later task does, instead of allocating
+    past the local memory (every tensor is in global memory in HT)."""
 
 
 @dataclass(eq=False)
@@ -570,9 +574,12 @@ class _Generator:
     # ---- HT: Alg. 1 ----------------------------------------------------------------------
     def high_throughput(self) -> None:
         limit = self.target.core.local_memory.elements(self.target.numerics.activation_bits)
-        for em in self.em:  # past it, freed slots are merged before new memory is taken
+        for em in self.em:  # past it, freed slots are merged, then cached pixels dropped
             em.limit = limit
+            em.on_full = self._ht_drop if self.options.ht_drop else None
         workers = [w for lt in self.tasks for w in self._split(lt, self._spread)]
+        self.round_tasks: list[tuple[_Worker, int, int]] = []
+        """The current round's tasks per worker (w, first, end): their pixels stay cached."""
         for w in workers:
             w.sources = [w.tasks_of.sources(self.layout, t) for t in w.tasks]
             for keys in w.sources:
@@ -593,6 +600,7 @@ class _Generator:
             # a vector task stores at once: its store waits for one short vector operation,
             # and its output buffer is free for the next task
             due = [(w, self._due(w, t, rounds) - w.next) for w in left]
+            self.round_tasks = [(w, w.next, w.next + count) for w, count in due]
             self._prefetch(due)
             staged = []
             for w, count in due:
@@ -652,6 +660,40 @@ class _Generator:
                     em.emit(Op.LOAD, 0, bufs[0].addr, self.layout.pixel_address(tensor, run[0]),
                             0, channels * len(run), writes=tuple(bufs))
                     w.cache.update(zip(((tensor, p) for p in run), bufs, strict=True))
+
+    def _ht_drop(self, em: CoreEmitter, size: int) -> bool:
+        """HT ``on_full``: free a slot of at least ``size`` elements on ``em``'s core by
+        dropping the fewest cached input pixels that no task of the round reads (the pixels
+        of prefetched runs go together, as their memory returns as one). Every tensor is in
+        global memory in HT, so a later task loads a dropped pixel again: the program stays
+        within the local memory where the placement's per-core memory (an estimate of the
+        allocator's, see ``evaluate.memory_per_core``) is short of it."""
+        pinned: dict[int, set[Key]] = {}
+        caches: dict[int, dict[Key, Buffer]] = {}
+        for w, first, end in self.round_tasks:
+            if w.core == em.core:
+                caches[id(w.cache)] = w.cache
+                keys = pinned.setdefault(id(w.cache), set())
+                for sources in w.sources[first:end]:
+                    keys.update(sources)
+        holders: dict[int, tuple[Buffer, list[tuple[dict[Key, Buffer], Key]]]] = {}
+        blocked: set[int] = set()
+        for cid, cache in caches.items():
+            owner = {id(buf): key for key, buf in cache.items()}
+            for buf in cache.values():
+                whole, live = em.holder(buf)
+                if id(whole) in holders or id(whole) in blocked:
+                    continue
+                keys = [owner.get(id(part)) for part in live]
+                if any(k is None or k in pinned[cid] for k in keys):
+                    blocked.add(id(whole))
+                    continue
+                holders[id(whole)] = (whole, [(cache, k) for k in keys])
+        room = em.cheapest_room(size, [whole for whole, _ in holders.values()])
+        for whole in room:
+            for cache, key in holders[id(whole)][1]:
+                em.free(cache.pop(key))
+        return bool(room)
 
     def _evict(self, w: _Worker) -> None:
         """Free a vector worker's cached pixels when its next task is rounds away: a pool

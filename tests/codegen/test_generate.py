@@ -257,6 +257,35 @@ def test_a_full_core_spills_to_global_memory(monkeypatch, target_name: str) -> N
         assert check.max_rel_error < FLOAT_TOLERANCE
 
 
+def test_a_full_ht_core_drops_cached_pixels() -> None:
+    """HT, conv1's 3 replicas homed on core 0 share one input cache, and cores have 5 KiB of
+    local memory: caching every pixel until its last window passes the memory; dropping the
+    pixels no task of the round reads (and loading them again later) keeps the program
+    within it, at the cost of more loads, with onnxruntime's numbers."""
+    target = load_target("isaac")
+    lm = target.core.local_memory.model_copy(update={"size_kib": 5})
+    target = target.model_copy(update={"core": target.core.model_copy(
+        update={"local_memory": lm})})
+    model = two_convs()
+    inspection = inspect_model(model, target=target)
+    instance = build_instance(inspection.graph, inspection.workload, target, "ht")
+    counts = []
+    for core, (layer, replication) in enumerate(zip(instance.layers, (3, 1), strict=True)):
+        choice = min(range(len(layer.choices)), key=lambda i: layer.choices[i].ags)
+        y = np.zeros(instance.cores, dtype=np.int64)
+        rho = y.copy()
+        y[core], rho[core] = replication * layer.choices[choice].ags, replication
+        counts.append(LayerCounts(choice, replication, y, rho, y.copy()))
+    mapping = decode(instance, counts, engine="test")
+    kept, dropped = (generate(inspection.graph, inspection.workload, mapping, target,
+                              CodegenOptions(ht_drop=drop)) for drop in (False, True))
+    assert {v.kind for v in verify(kept, target).violations} == {"local-memory-capacity"}
+    assert verify(dropped, target).passed
+    loaded = [measure(p, target, run(p, target)).global_memory_bytes for p in (kept, dropped)]
+    assert loaded[1] > loaded[0]
+    assert check_program(model, inspection.graph, dropped, target).max_rel_error < FLOAT_TOLERANCE
+
+
 @pytest.mark.parametrize(("target", "in_order"), [("puma", True), ("isaac", False)])
 def test_ll_clock_keeps_an_in_order_core_in_program_order(target: str, in_order: bool) -> None:
     """An MVM task of three row blocks emitted on core 0 holds core 0's issue for three
