@@ -47,6 +47,7 @@ from pimsolve.stages.placement.formulation import (
     hint_values,
     objective_scale,
     restrict_room,
+    restrict_value,
 )
 from pimsolve.stages.placement.instance import PlacementInstance
 from pimsolve.stages.placement.local import polish
@@ -86,6 +87,15 @@ chip's one memory idles between loads the in-order cores issue late)."""
 ROOM_HT_SHARE = 0.8
 """``_roomy`` takes at most this share of the time left (the packing of the master's set,
 next, the rest)."""
+TIES = 4
+"""HT, where the master's option set places more than ``TIES_ABOVE`` above the master's
+value: how many other option sets of the same value (``_ties``) are placed, the best one
+going on to the subproblem in its stead. resnet18-28/ISAAC HT: the master's set places at
+109.8 us; the next four sets of its value (101.9 us) at 105.9, 105.9, 105.9 and 108.5."""
+TIES_ABOVE = 0.02
+TIES_SHARE = 0.25
+"""Of the time left, what ``_ties`` takes at most (each tied set comes in about 0.05
+deterministic s; placing it, a few replicas' greedy passes)."""
 ROOM_CELLS = 500_000
 """The restricted diagram's budget for those (resnet34, googlenet at 224x224: 0.1 to 0.5 s
 a share)."""
@@ -291,6 +301,14 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 best, best_counts = found[1:]
                 if progress is not None:
                     progress(Progress(time.perf_counter() - began, best, lower))
+        if (instance.mode == "ht" and placed is not None and not retry
+                and placed[0] > (1 + TIES_ABOVE) * floor):
+            t = clock.now()
+            tied = _ties(instance, objective, master, engine, options, known, clock,
+                         TIES_SHARE * clock.left(), picks, floor, placed[0])
+            stats["ties_s"] = stats.get("ties_s", 0.0) + clock.now() - t
+            if tied is not None:  # an option set as good for the master, placed better
+                picks, placed = tied
         if placed is None:  # no greedy placement fits: the packing model's, if it finds one
             left = clock.left()
             t = clock.now()
@@ -406,6 +424,38 @@ def _roomy(instance: PlacementInstance, objective: str, master: PlacementModel, 
         if placed is not None:
             return share, *placed
     return None
+
+
+def _ties(instance: PlacementInstance, objective: str, master: PlacementModel, engine: str,
+          options: SolveOptions, known: dict[Picks, list[LayerCounts]], clock: Clock,
+          seconds: float, picks: Picks, value: int, placed: float,
+          ) -> tuple[Picks, tuple[float, list[LayerCounts]]] | None:
+    """HT: up to ``TIES`` option sets other than ``picks`` whose master value is at most
+    ``value`` (``formulation.restrict_value``: at the master's optimum, its ties), each
+    placed by the greedy placements within ``seconds``; the one placed best (its picks and
+    placement) if it beats ``placed`` (model units), else None."""
+    deadline = clock.now() + seconds
+    tied = restrict_value(master, value)
+    _exclude(tied, picks, "tried0")
+    clock.charge(tied.model.terms, "term")
+    best = None
+    for k in range(TIES):
+        left = deadline - clock.now()
+        if left <= 0:
+            break
+        result, values = solve_model(tied.model, engine, replace(
+            options, time_limit_s=left, relative_gap=None,
+            params=_master_params(instance, engine, options), work_price="master_dtime"),
+            hint={v: int(picks[li] == (ui, ri)) for (li, ui, ri), v in tied.z.items()})
+        clock.charge_solve(result, "master_dtime")
+        if values is None:
+            break
+        other = _master_picks(tied, values)
+        _exclude(tied, other, f"tried{k + 1}")
+        found = _placed(instance, objective, other, known, clock)
+        if found is not None and found[0] < (placed if best is None else best[1][0]):
+            best = other, found
+    return best
 
 
 def _search(instance: PlacementInstance, objective: str, start: list[LayerCounts] | None,

@@ -316,3 +316,47 @@ def test_roomy_places_a_set_that_leaves_room() -> None:
     assert used <= share * inst.cores * inst.crossbars_per_core
     assert memory <= share * inst.cores * inst.local_memory_bytes
     assert decompose.picks_of(inst, counts) != picks  # the master's set takes more room
+
+
+def test_ties_places_another_set_of_the_masters_value(monkeypatch) -> None:
+    """HT: ``_ties`` places option sets other than the master's whose master value is the
+    master's optimum, every one it places (the master itself is left as it was), and
+    returns the best placed one only if it beats the placement it is given."""
+    import math
+
+    from pimsolve.solve.clock import Clock
+    from pimsolve.stages.placement import decompose
+    from tests.stages.placement.test_packing import tight
+
+    inst, _ = tight()
+    master = build_master(inst, "throughput")
+    before = len(master.model.constraints)
+    result, values = solve_model(master.model, "cpsat", SolveOptions(time_limit_s=10))
+    picks = decompose._master_picks(master, values)
+    value = int(result.objective)
+    tried = []
+    placed_by = decompose._placed
+
+    def recorded(instance, objective, picks, *args):
+        tried.append(picks)
+        return placed_by(instance, objective, picks, *args)
+
+    monkeypatch.setattr(decompose, "_placed", recorded)
+    monkeypatch.setattr(decompose, "TIES", 50)  # until no other set has the master's value
+    found = decompose._ties(inst, "throughput", master, "cpsat", SolveOptions(time_limit_s=10),
+                            {}, Clock(), 10.0, picks, value, math.inf)
+    assert found is not None and len(master.model.constraints) == before
+    other, (placed, counts) = found
+    assert other != picks and decompose.picks_of(inst, counts) == other
+    assert check_counts(inst, counts) is None and placed >= value
+    assert other in tried and picks not in tried and len(set(tried)) == len(tried) < 50
+    for each in tried:  # its own master value, the set fixed
+        fixed = build_master(inst, "throughput")
+        for li, (ui, ri) in enumerate(each):
+            fixed.model.add(fixed.z[li, ui, ri], lo=1, name=f"fix{li}")
+        alone = solve_model(fixed.model, "cpsat", SolveOptions(time_limit_s=10))[0]
+        assert alone.status == Status.OPTIMAL and alone.objective == value
+    again = decompose._ties(inst, "throughput", master, "cpsat",
+                            SolveOptions(time_limit_s=10), {}, Clock(), 10.0, picks, value,
+                            placed)
+    assert again is None or again[1][0] < placed
