@@ -190,16 +190,23 @@ def two_convs(hw: int = 16, channels: int = 32):
          "w2": [channels, channels, 3, 3], "b2": [channels]})
 
 
-def _flooded_core(target_name: str = "isaac"):
-    """conv1 (8 replicas, cores 0-7) makes its 256 output pixels 8x faster than conv2
-    (1 replica, core 8) takes them; cores have 16 KiB (8,192 elements) of local memory."""
+def _two_convs_on(target_name: str, kib: float, mode: str):
+    """``two_convs`` on the target with ``kib`` KiB of local memory per core: the model, its
+    inspection, the target and the placement instance in ``mode``."""
     target = load_target(target_name)
-    lm = target.core.local_memory.model_copy(update={"size_kib": 16})
+    lm = target.core.local_memory.model_copy(update={"size_kib": kib})
     target = target.model_copy(update={"core": target.core.model_copy(
         update={"local_memory": lm})})
     model = two_convs()
     inspection = inspect_model(model, target=target)
-    instance = build_instance(inspection.graph, inspection.workload, target, "ll")
+    return model, inspection, target, build_instance(inspection.graph, inspection.workload,
+                                                     target, mode)
+
+
+def _flooded_core(target_name: str = "isaac"):
+    """conv1 (8 replicas, cores 0-7) makes its 256 output pixels 8x faster than conv2
+    (1 replica, core 8) takes them; cores have 16 KiB (8,192 elements) of local memory."""
+    model, inspection, target, instance = _two_convs_on(target_name, 16, "ll")
     counts, core = [], 0
     for layer, replication in zip(instance.layers, (8, 1), strict=True):
         choice = min(range(len(layer.choices)), key=lambda i: layer.choices[i].ags)
@@ -262,13 +269,7 @@ def test_a_full_ht_core_drops_cached_pixels() -> None:
     local memory: caching every pixel until its last window passes the memory; dropping the
     pixels no task of the round reads (and loading them again later) keeps the program
     within it, at the cost of more loads, with onnxruntime's numbers."""
-    target = load_target("isaac")
-    lm = target.core.local_memory.model_copy(update={"size_kib": 5})
-    target = target.model_copy(update={"core": target.core.model_copy(
-        update={"local_memory": lm})})
-    model = two_convs()
-    inspection = inspect_model(model, target=target)
-    instance = build_instance(inspection.graph, inspection.workload, target, "ht")
+    model, inspection, target, instance = _two_convs_on("isaac", 5, "ht")
     counts = []
     for core, (layer, replication) in enumerate(zip(instance.layers, (3, 1), strict=True)):
         choice = min(range(len(layer.choices)), key=lambda i: layer.choices[i].ags)

@@ -413,17 +413,26 @@ def _roomy(instance: PlacementInstance, objective: str, master: PlacementModel, 
         left = deadline - clock.now()
         if left <= 0:
             return None
-        result, values = solve_model(restricted.model, engine, replace(
-            options, time_limit_s=left, relative_gap=None,
-            params=_master_params(instance, engine, options), work_price="master_dtime"),
-            hint={v: int(hint[li] == (ui, ri)) for (li, ui, ri), v in restricted.z.items()})
-        clock.charge_solve(result, "master_dtime")
-        if values is None:
+        found = _solve_copy(instance, restricted, engine, options, clock, left, hint)
+        if found is None:
             continue
-        placed = _placed(instance, objective, _master_picks(restricted, values), known, clock)
+        placed = _placed(instance, objective, found, known, clock)
         if placed is not None:
             return share, *placed
     return None
+
+
+def _solve_copy(instance: PlacementInstance, copy: PlacementModel, engine: str,
+                options: SolveOptions, clock: Clock, seconds: float,
+                hint: Picks) -> Picks | None:
+    """The option set of a solution of ``copy`` (a restricted master) hinted with ``hint``,
+    in ``seconds`` charged to ``clock`` like the master's; None if none was found."""
+    result, values = solve_model(copy.model, engine, replace(
+        options, time_limit_s=seconds, relative_gap=None,
+        params=_master_params(instance, engine, options), work_price="master_dtime"),
+        hint={v: int(hint[li] == (ui, ri)) for (li, ui, ri), v in copy.z.items()})
+    clock.charge_solve(result, "master_dtime")
+    return None if values is None else _master_picks(copy, values)
 
 
 def _ties(instance: PlacementInstance, objective: str, master: PlacementModel, engine: str,
@@ -443,14 +452,9 @@ def _ties(instance: PlacementInstance, objective: str, master: PlacementModel, e
         left = deadline - clock.now()
         if left <= 0:
             break
-        result, values = solve_model(tied.model, engine, replace(
-            options, time_limit_s=left, relative_gap=None,
-            params=_master_params(instance, engine, options), work_price="master_dtime"),
-            hint={v: int(picks[li] == (ui, ri)) for (li, ui, ri), v in tied.z.items()})
-        clock.charge_solve(result, "master_dtime")
-        if values is None:
+        other = _solve_copy(instance, tied, engine, options, clock, left, picks)
+        if other is None:
             break
-        other = _master_picks(tied, values)
         _exclude(tied, other, f"tried{k + 1}")
         found = _placed(instance, objective, other, known, clock)
         if found is not None and found[0] < (placed if best is None else best[1][0]):
