@@ -217,6 +217,11 @@ def map_cmd(
         if not as_json:
             _echo("wrote " + ", ".join(str(p) for p in written))
     _print_report(result.report, as_json)
+    violations = result.report["checks"]["violations"]
+    if violations:
+        sys.stderr.write(f"warning: the program fails {len(violations)} of the simulator's "
+                         f"checks, e.g. {violations[0]}; its metrics are not a valid "
+                         "program's\n")
 
 
 _PROGRESS = {"shown": False}

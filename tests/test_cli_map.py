@@ -178,3 +178,22 @@ def test_map_ll_order_picks_the_codegen_order(capsys, tmp_path: Path, model_file
         assert code == 0 and json.loads(stdout)["checks"]["passed"]
         programs[order] = Program.from_jsonl((out / "program.jsonl").read_text())
     assert programs["timed"] != programs["passes"]
+
+
+def test_map_warns_when_the_program_fails_the_checks(capsys, tmp_path: Path,
+                                                     model_file: Path) -> None:
+    """A target whose cores have 0.25 KiB of local memory: the program, written all the same,
+    passes it, and map says so in one line on stderr (the report's checks list it)."""
+    text = (Path(__file__).parents[1] / "targets" / "isaac.yaml").read_text()
+    assert "    size_kib: 64\n" in text
+    target = tmp_path / "tiny.yaml"
+    target.write_text(text.replace("    size_kib: 64\n", "    size_kib: 0.25\n"))
+    out = tmp_path / "out"
+    code, stdout, err = run(capsys, "map", str(model_file), "--target", str(target),
+                            "--engine", "none", "--out", str(out), "--json")
+    report = json.loads(stdout)
+    assert code == 0 and not report["checks"]["passed"]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: the program fails")
+    assert "local memory" in lines[0] or "local addresses" in lines[0]
+    assert (out / "report.json").is_file()
