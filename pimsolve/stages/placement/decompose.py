@@ -83,7 +83,8 @@ ROOM_HT_ABOVE = 0.05
 it is near, little is to gain in the model and the simulator may disagree (googlenet/ISAAC
 HT: incumbent 1085.1 us, master 1076.8; held to 0.8 a set places at 1077.2 us, which
 simulates at 1588 us against the incumbent's 1321: equal global-memory bytes, but the
-chip's one memory idles between loads the in-order cores issue late)."""
+simulated memory idles at the end of the cycle: placement.md, "the simulator's grant order"
+and "an AG chain under a busy global memory")."""
 ROOM_HT_SHARE = 0.8
 """``_roomy`` takes at most this share of the time left (the packing of the master's set,
 next, the rest)."""
