@@ -77,6 +77,8 @@ class CoreEmitter:
         self._free: dict[int, deque[Buffer]] = {}
         self._run_of: dict[int, tuple[Buffer, list[Buffer]]] = {}
         """Parts of runs (``alloc_run``) not yet freed: the run's whole slot and parts."""
+        self._parts: dict[int, list[Buffer]] = {}
+        """The parts of each run (by its whole slot) until all are freed."""
         self.top = 0
         self.peak = 0
         self.live = 0
@@ -112,6 +114,7 @@ class CoreEmitter:
             parts.append(part)
         for part in parts:
             self._run_of[id(part)] = (whole, parts)
+        self._parts[id(whole)] = parts
         return parts
 
     def _take(self, size: int, past_limit: bool, rested: bool = False) -> Buffer | None:
@@ -208,14 +211,17 @@ class CoreEmitter:
                 best = moved
         return best
 
-    def holder(self, buf: Buffer) -> tuple[Buffer, list[Buffer]]:
-        """The slot that returns to the pool once ``buf`` is freed (its run's whole slot
-        when it is part of one) and the live buffers that must all be freed for that."""
+    def holder(self, buf: Buffer) -> Buffer:
+        """The slot that returns to the pool once ``buf`` is freed: its run's whole slot
+        when it is part of one (``parts_held`` counts what must be freed with it), else itself."""
         run = self._run_of.get(id(buf))
-        if run is None:
-            return buf, [buf]
-        whole, parts = run
-        return whole, [part for part in parts if id(part) in self._run_of]
+        return buf if run is None else run[0]
+
+    def parts_held(self, holder: Buffer) -> int:
+        """How many buffers in use ``holder`` (a ``holder`` result) still holds: the parts
+        of its run not yet freed, else 1."""
+        parts = self._parts.get(id(holder))
+        return 1 if parts is None else sum(id(part) in self._run_of for part in parts)
 
     def free(self, buf: Buffer) -> None:
         """Return ``buf``; a later allocation of its slot's size, or of down to half of it,
@@ -225,6 +231,7 @@ class CoreEmitter:
             whole, parts = run
             if any(id(part) in self._run_of for part in parts):
                 return
+            del self._parts[id(whole)]
             buf = whole  # the whole run, which waits for every access of its parts
             for part in parts:
                 _latest(buf.writers, part.writers.items())

@@ -64,6 +64,9 @@ LL_LOOKAHEAD = 2
 """LL: tasks of a worker whose input pixels are always sent, whatever the room."""
 SPILL_SCAN = 256
 """LL spilling: held pixels, newest first, searched for one no task needs soon."""
+DROP_CHUNK = 8
+"""HT dropping frees at least 1/DROP_CHUNK of the local memory at a time (where it can), so
+a full core does not search its caches at every allocation."""
 
 
 @dataclass(frozen=True)
@@ -580,6 +583,8 @@ class _Generator:
         workers = [w for lt in self.tasks for w in self._split(lt, self._spread)]
         self.round_tasks: list[tuple[_Worker, int, int]] = []
         """The current round's tasks per worker (w, first, end): their pixels stay cached."""
+        self.pinned = {}
+        """Per core, per input cache, the pixels the round's tasks read (``_ht_drop``)."""
         for w in workers:
             w.sources = [w.tasks_of.sources(self.layout, t) for t in w.tasks]
             for keys in w.sources:
@@ -601,6 +606,7 @@ class _Generator:
             # and its output buffer is free for the next task
             due = [(w, self._due(w, t, rounds) - w.next) for w in left]
             self.round_tasks = [(w, w.next, w.next + count) for w, count in due]
+            self.pinned: dict[int, dict[int, set[Key]]] = {}
             self._prefetch(due)
             staged = []
             for w, count in due:
@@ -668,28 +674,31 @@ class _Generator:
         global memory in HT, so a later task loads a dropped pixel again: the program stays
         within the local memory where the placement's per-core memory (an estimate of the
         allocator's, see ``evaluate.memory_per_core``) is short of it."""
-        pinned: dict[int, set[Key]] = {}
-        caches: dict[int, dict[Key, Buffer]] = {}
-        for w, first, end in self.round_tasks:
-            if w.core == em.core:
-                caches[id(w.cache)] = w.cache
-                keys = pinned.setdefault(id(w.cache), set())
-                for sources in w.sources[first:end]:
-                    keys.update(sources)
+        caches = {id(w.cache): w.cache for w, _, _ in self.round_tasks if w.core == em.core}
+        pinned = self.pinned.get(em.core)
+        if pinned is None:
+            pinned = self.pinned[em.core] = {cid: set() for cid in caches}
+            for w, first, end in self.round_tasks:
+                if w.core == em.core:
+                    for sources in w.sources[first:end]:
+                        pinned[id(w.cache)].update(sources)
         holders: dict[int, tuple[Buffer, list[tuple[dict[Key, Buffer], Key]]]] = {}
         blocked: set[int] = set()
         for cid, cache in caches.items():
-            owner = {id(buf): key for key, buf in cache.items()}
-            for buf in cache.values():
-                whole, live = em.holder(buf)
-                if id(whole) in holders or id(whole) in blocked:
+            pins = pinned[cid]
+            for key, buf in cache.items():
+                whole = em.holder(buf)
+                if id(whole) in blocked:
                     continue
-                keys = [owner.get(id(part)) for part in live]
-                if any(k is None or k in pinned[cid] for k in keys):
+                if key in pins:
                     blocked.add(id(whole))
                     continue
-                holders[id(whole)] = (whole, [(cache, k) for k in keys])
-        room = em.cheapest_room(size, [whole for whole, _ in holders.values()])
+                holders.setdefault(id(whole), (whole, []))[1].append((cache, key))
+        movable = [whole for wid, (whole, keys) in holders.items()
+                   if wid not in blocked and len(keys) == em.parts_held(whole)]
+        # a chunk at once, so that a full core does not come back at every allocation
+        room = em.cheapest_room(max(size, int(em.limit) // DROP_CHUNK), movable) or (
+            em.cheapest_room(size, movable))
         for whole in room:
             for cache, key in holders[id(whole)][1]:
                 em.free(cache.pop(key))
