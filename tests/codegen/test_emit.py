@@ -166,3 +166,23 @@ def test_a_run_never_takes_memory_past_the_limit() -> None:
     em.free(a)
     parts = em.alloc_run(2, 3)
     assert parts is not None and [p.addr for p in parts] == [0, 2, 4] and em.top == 6
+
+
+def test_a_run_does_not_ask_the_caller_to_free_memory() -> None:
+    """``on_full`` (the HT drop, the LL spill) is asked only where a buffer would otherwise
+    pass the limit: a run that does not fit is None, and nothing is freed for it; the
+    holder of a run's part is the run's whole slot, held by its parts not yet freed."""
+    em = CoreEmitter(0)
+    em.limit = 6
+    asked = []
+    em.on_full = lambda e, size: asked.append(size) or False
+    parts = em.alloc_run(1, 4)
+    assert parts is not None and em.alloc_run(2, 2) is None and not asked
+    whole = em.holder(parts[0])
+    assert whole is em.holder(parts[3]) and whole.slot == 4 and em.parts_held(whole) == 4
+    em.free(parts[1])
+    assert em.parts_held(whole) == 3
+    single = em.alloc(2)
+    assert em.holder(single) is single and em.parts_held(single) == 1
+    em.alloc(1)
+    assert asked == [1]
