@@ -39,7 +39,8 @@ from pimsolve.stages.placement.evaluate import (
 from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "build_master",
-           "restrict_room", "decode_values", "hint_values", "objective_scale", "core_counts"]
+           "restrict_room", "restrict_value", "decode_values", "hint_values", "objective_scale",
+           "core_counts"]
 
 TICKS_PER_NS = round(1 / PERIOD_NS)
 """The model's time unit, the tick: 0.01 ns (``evaluate.PERIOD_NS``, the LL window period's
