@@ -265,7 +265,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 break
             # only parked sets are left: the most promising one gets all the time left
             picks = min(parked, key=parked.__getitem__)
-            floor = parked.pop(picks)
+            floor = tie = parked.pop(picks)
         else:
             if master_result.bound is not None:  # parked options are outside the master
                 lower = max(lower, min(math.ceil(master_result.bound - 1e-9),
@@ -283,6 +283,10 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             value = (master_result.objective if master_result.status == Status.OPTIMAL
                      else master_result.bound)
             floor = lower if value is None else math.ceil(value - 1e-9)
+            # the sets as good for the master as z*: at most its value, which is the bound
+            # only once the master is proven
+            tie = (floor if master_result.objective is None
+                   else math.ceil(master_result.objective - 1e-9))
         stats["iterations"] += 1
         left = clock.left()
         if left <= 0:
@@ -306,7 +310,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 and placed[0] > (1 + TIES_ABOVE) * floor):
             t = clock.now()
             tied = _ties(instance, objective, master, engine, options, known, clock,
-                         TIES_SHARE * clock.left(), picks, floor, placed[0])
+                         TIES_SHARE * clock.left(), picks, tie, placed[0])
             stats["ties_s"] = stats.get("ties_s", 0.0) + clock.now() - t
             if tied is not None:  # an option set as good for the master, placed better
                 picks, placed = tied

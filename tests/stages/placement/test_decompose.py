@@ -318,6 +318,43 @@ def test_roomy_places_a_set_that_leaves_room() -> None:
     assert decompose.picks_of(inst, counts) != picks  # the master's set takes more room
 
 
+def test_ties_of_an_unproven_master_are_as_good_as_its_set(monkeypatch) -> None:
+    """HT: where the master stops before it proves its set optimal, ``_ties`` looks for sets
+    of at most that set's master value, not of the master's bound, which no set reaches
+    (there ``_ties`` would spend its share finding nothing)."""
+    import math
+
+    from pimsolve.stages.placement import decompose
+    from tests.stages.placement.test_packing import tight
+
+    inst, _ = tight()
+    masters, seen = [], []
+    solve = decompose.solve_model
+
+    def unproven(model, engine, options, hint=None):
+        result, values = solve(model, engine, options, hint=hint)
+        if not masters and values is not None:  # the first solve is the master's
+            masters.append(result.objective)
+            result = dataclasses.replace(result, status=Status.FEASIBLE,
+                                         bound=result.objective / 2)
+        return result, values
+
+    ties = decompose._ties
+
+    def recorded(instance, objective, master, engine, options, known, clock, seconds,
+                 picks, value, placed):
+        seen.append(value)
+        return ties(instance, objective, master, engine, options, known, clock, seconds,
+                    picks, value, placed)
+
+    monkeypatch.setattr(decompose, "solve_model", unproven)
+    monkeypatch.setattr(decompose, "_ties", recorded)
+    monkeypatch.setattr(decompose, "TIES_ABOVE", -1.0)  # whatever the set places at
+    solve_decomposed(inst, "throughput", "cpsat", SolveOptions(time_limit_s=10))
+    assert masters and seen and seen[0] == math.ceil(masters[0] - 1e-9)
+    assert seen[0] > math.ceil(masters[0] / 2)  # not the bound
+
+
 def test_ties_places_another_set_of_the_masters_value(monkeypatch) -> None:
     """HT: ``_ties`` places option sets other than the master's whose master value is the
     master's optimum, every one it places (the master itself is left as it was), and
