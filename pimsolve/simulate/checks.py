@@ -104,12 +104,14 @@ def _touched(row: list[int], slots) -> list[tuple[int, int]]:
     return reads + writes
 
 
-def _covered(i: int, j: int, unit: np.ndarray, deps: np.ndarray) -> bool:
-    """Is instruction ``j`` (earlier, same core) ordered before instruction ``i``?"""
-    if unit[i] == unit[j]:
-        return True
-    same = deps[unit[deps] == unit[j]] if len(deps) else deps
-    return bool(len(same)) and int(same.max()) >= j
+def _latest_per_unit(deps: list[int], unit: list[int]) -> dict[int, int]:
+    """The latest of ``deps`` on each unit: instruction ``j`` of another unit than the
+    waiting one's is ordered before it when ``j`` is at most that unit's entry."""
+    latest: dict[int, int] = {}
+    for d in deps:
+        if d > latest.get(unit[d], -1):
+            latest[unit[d]] = d
+    return latest
 
 
 def verify(program: Program, target: CrossbarTarget) -> CheckReport:
@@ -191,9 +193,12 @@ def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capaci
     writer = np.full(max(top, 1), -1, dtype=np.int64)
     reader = np.full(max(top, 1), -1, dtype=np.int64)
     programmed: set[int] = set()
+    unit_of = unit.tolist()
+    ptr, flat = stream.dep_ptr.tolist(), stream.deps.tolist()
     for i, row in enumerate(rows):
         op, a, b, cc, d, e = row
-        deps = stream.deps_of(i)
+        own = unit_of[i]
+        latest = None  # per unit, the latest instruction i waits for (when first needed)
         if op in (Op.MVM, Op.PROG):
             if not 0 <= a < len(slots):
                 out.add("address", c, i, f"AG slot {a} does not exist")
@@ -230,13 +235,18 @@ def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capaci
             if start < 0 or length <= 0:
                 continue
             seen = writer[start:start + length]
-            if (seen < 0).any():
+            first, final = int(seen.min()), int(seen.max())
+            if first < 0:
                 k = start + int(np.flatnonzero(seen < 0)[0])
                 out.add("read-before-write", c, i, f"reads local address {k}, which nothing "
                         "wrote before")
                 continue
-            for j in np.unique(seen).tolist():
-                if not _covered(i, j, unit, deps):
+            for j in [first] if first == final else np.unique(seen).tolist():
+                if unit_of[j] == own:
+                    continue
+                if latest is None:
+                    latest = _latest_per_unit(flat[ptr[i]:ptr[i + 1]], unit_of)
+                if latest.get(unit_of[j], -1) < j:
                     kind = Op(int(code[j, 0])).name.lower()
                     out.add("read-before-write", c, i, f"reads what instruction {j} ({kind}) "
                             "writes without waiting for it")
@@ -244,9 +254,12 @@ def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capaci
         for start, length in writes:
             if start < 0 or length <= 0:
                 continue
-            last = reader[start:start + length]
-            j = int(last.max())
-            if j >= 0 and not _covered(i, j, unit, deps):
+            j = int(reader[start:start + length].max())
+            if j < 0 or unit_of[j] == own:
+                continue
+            if latest is None:
+                latest = _latest_per_unit(flat[ptr[i]:ptr[i + 1]], unit_of)
+            if latest.get(unit_of[j], -1) < j:
                 out.add("overwrite-live", c, i, f"overwrites local data instruction {j} "
                         f"({Op(int(code[j, 0])).name.lower()}) reads, without waiting for it")
         for start, length in reads:
