@@ -20,9 +20,11 @@ on their way (vgg8-28/arch-c HT: 47.7 -> 44.5 us simulated, the model's 40.0). O
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from pimsolve.ir.program import CoreStream, Op, unit_of
 
@@ -75,6 +77,10 @@ class CoreEmitter:
         self.layer = -1
         """Tag of the instructions emitted now: the index of the layer being worked on."""
         self._free: dict[int, deque[Buffer]] = {}
+        self._free_addrs: list[int] = []
+        """The freed slots' addresses in order (``_free_at``: the slot at each), so that a
+        search for adjacent freed slots need not sort them (LL spilling searches often)."""
+        self._free_at: dict[int, Buffer] = {}
         self._run_of: dict[int, tuple[Buffer, list[Buffer]]] = {}
         """Parts of runs (``alloc_run``) not yet freed: the run's whole slot and parts."""
         self._parts: dict[int, list[Buffer]] = {}
@@ -149,23 +155,29 @@ class CoreEmitter:
         if not fits:
             return None
         buf = self._free[min(fits)].popleft()
+        self._unlist(buf)
         buf.refill()
         buf.size = size
         self.live += buf.slot
         return buf
 
-    def _runs(self, size: int, movable: list[Buffer]) -> list[list[Buffer]]:
+    def _unlist(self, buf: Buffer) -> None:
+        """``buf`` leaves the freed slots' address order."""
+        del self._free_addrs[bisect.bisect_left(self._free_addrs, buf.addr)]
+        del self._free_at[buf.addr]
+
+    def _runs(self, size: int, movable: list[Buffer]) -> Iterator[list[Buffer]]:
         """Runs of address-adjacent buffers, freed or ``movable``, of at least ``size``
-        elements in all, each as short as it can be; the unused memory from ``top`` to
-        ``limit`` counts as a last, free buffer."""
+        elements in all, each as short as it can be, in address order; the unused memory
+        from ``top`` to ``limit`` counts as a last, free buffer."""
         end = Buffer(self.top, -1)  # size -1 marks the unused memory
         end.slot = max(0, int(min(self.limit, 2**62) - self.top))
-        pieces = sorted([b for pool in self._free.values() for b in pool] + movable
-                        + ([end] if end.slot else []), key=lambda b: b.addr)
-        runs: list[list[Buffer]] = []
+        pieces = map(self._free_at.__getitem__, self._free_addrs)
+        if movable:
+            pieces = heapq.merge(pieces, sorted(movable, key=_address), key=_address)
         run: list[Buffer] = []
         total = 0
-        for b in pieces:
+        for b in (*pieces, end) if end.slot else pieces:
             if run and run[-1].addr + run[-1].slot != b.addr:
                 run, total = [], 0
             run.append(b)
@@ -173,17 +185,15 @@ class CoreEmitter:
             while total - run[0].slot >= size:
                 total -= run.pop(0).slot
             if total >= size:
-                runs.append(list(run))
-        return runs
+                yield list(run)
 
     def _coalesce(self, size: int) -> Buffer | None:
         """Adjacent freed slots (and unused memory up to ``limit`` after the last) merged
         into one buffer of at least ``size`` elements; its writes wait for every earlier
         access of each part."""
-        runs = self._runs(size, [])
-        if not runs:
+        run = next(self._runs(size, []), None)
+        if run is None:
             return None
-        run = runs[0]
         merged = Buffer(run[0].addr, size)
         merged.slot = 0
         for b in run:
@@ -194,6 +204,7 @@ class CoreEmitter:
                 merged.slot += grow
                 continue
             self._free[b.slot].remove(b)
+            self._unlist(b)
             b.refill()
             _latest(merged.war, b.war.items())
             merged.slot += b.slot
@@ -239,6 +250,8 @@ class CoreEmitter:
                 _latest(buf.war, part.war.items())
         buf.freed_in = -1 if self.round is None else self.round
         self._free.setdefault(buf.slot, deque()).append(buf)
+        bisect.insort(self._free_addrs, buf.addr)
+        self._free_at[buf.addr] = buf
         self.live -= buf.slot
 
     @staticmethod
@@ -268,3 +281,7 @@ class CoreEmitter:
     def stream(self) -> CoreStream:
         """The finished stream."""
         return CoreStream.build(self.rows, self.deps, self.tags)
+
+
+def _address(buf: Buffer) -> int:
+    return buf.addr
