@@ -104,6 +104,27 @@ def _touched(row: list[int], slots) -> list[tuple[int, int]]:
     return reads + writes
 
 
+def _extent(code: np.ndarray, slots) -> tuple[int, list[int]]:
+    """The end of the highest local range a core's instructions touch (0 if none), and the
+    instructions with a negative local address or length (``_touched``, for every row at
+    once)."""
+    op, a, b, c, d, e = (code[:, k] for k in range(6))
+    mvm = (op == Op.MVM) & (a >= 0) & (a < len(slots))
+    cols = np.array([g.cols for g in slots] or [0], dtype=np.int64)
+    ranges = (  # (instructions, starts, lengths), as ``_operands`` and ``_touched``
+        (np.isin(op, (Op.MVM, Op.VEC, Op.COPY, Op.STORE, Op.SEND)), c, e),
+        ((op == Op.VEC) & ~np.isin(a, tuple(UNARY)), d, e),
+        (np.isin(op, (Op.VEC, Op.COPY, Op.WRITE, Op.LOAD, Op.RECV)), b, e),
+        (mvm, b, cols[np.where(mvm, a, 0)]),
+    )
+    top, negative = 0, np.zeros(len(code), dtype=bool)
+    for rows, start, length in ranges:
+        if rows.any():
+            top = max(top, int((start[rows] + length[rows]).max()))
+            negative |= rows & ((start < 0) | (length < 0))
+    return top, np.flatnonzero(negative).tolist()
+
+
 def _latest_per_unit(deps: list[int], unit: list[int]) -> dict[int, int]:
     """The latest of ``deps`` on each unit: instruction ``j`` of another unit than the
     waiting one's is ordered before it when ``j`` is at most that unit's entry."""
@@ -175,16 +196,12 @@ def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capaci
         return
     unit = units(code)
     slots = program.array_groups
-    top = 0
     rows = code.tolist()
-    for i, row in enumerate(rows):
-        reads, writes = _operands(row)
-        if row[0] == Op.MVM and 0 <= row[1] < len(slots):
-            writes = [(row[2], slots[row[1]].cols)]
-        for start, length in reads + writes:
+    top, negative = _extent(code, slots)
+    for i in negative:
+        for start, length in _touched(rows[i], slots):
             if start < 0 or length < 0:
                 out.add("address", c, i, f"negative local address or length ({start}, {length})")
-            top = max(top, start + length)
     if top > capacity:
         first = next(i for i, row in enumerate(rows)
                      if any(s + ln > capacity for s, ln in _touched(row, slots)))

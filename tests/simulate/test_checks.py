@@ -319,6 +319,21 @@ def test_local_memory_capacity():
     assert f"up to {32768 - 5 + e}, the core has 32768 elements" in v.message
 
 
+def test_negative_local_address():
+    """fc's bias load on core 3 writes from local address -3, and its mvm's output goes to
+    -1: each is named, in program order."""
+    program, target = small_ll()
+    i, j = ops(program, 3).index(Op.LOAD), ops(program, 3).index(Op.MVM)
+    e = int(program.cores[3].code[i, 5])
+    report = verify(edited(edited(program, 3, i, b=-3), 3, j, b=-1), target)
+    assert not report.passed
+    found = [v for v in report.violations if v.kind == "address"]
+    assert [v.instruction for v in found] == sorted([i, j])
+    assert f"negative local address or length (-3, {e})" in located(
+        report, "address", 3, i, "fc").message
+    located(report, "address", 3, j, "fc")
+
+
 def test_local_memory_capacity_of_an_mvm_output():
     """fc's mvm writes its 10 outputs from 4 elements before the end of local memory."""
     program, target = small_ll()
