@@ -585,6 +585,8 @@ class _Generator:
         """The current round's tasks per worker (w, first, end): their pixels stay cached."""
         self.pinned = {}
         """Per core, per input cache, the pixels the round's tasks read (``_ht_drop``)."""
+        self.core_tasks: dict[int, list[tuple[_Worker, int, int]]] | None = None
+        """The round's tasks by core, built at the round's first drop (``_ht_drop``)."""
         for w in workers:
             w.sources = [w.tasks_of.sources(self.layout, t) for t in w.tasks]
             for keys in w.sources:
@@ -606,6 +608,7 @@ class _Generator:
             # and its output buffer is free for the next task
             due = [(w, self._due(w, t, rounds) - w.next) for w in left]
             self.round_tasks = [(w, w.next, w.next + count) for w, count in due]
+            self.core_tasks = None
             self.pinned: dict[int, dict[int, set[Key]]] = {}
             self._prefetch(due)
             staged = []
@@ -674,14 +677,18 @@ class _Generator:
         global memory in HT, so a later task loads a dropped pixel again: the program stays
         within the local memory where the placement's per-core memory (an estimate of the
         allocator's, see ``evaluate.memory_per_core``) is short of it."""
-        caches = {id(w.cache): w.cache for w, _, _ in self.round_tasks if w.core == em.core}
+        if self.core_tasks is None:  # the round's tasks by core, at its first drop
+            self.core_tasks = {}
+            for task in self.round_tasks:
+                self.core_tasks.setdefault(task[0].core, []).append(task)
+        mine = self.core_tasks.get(em.core, [])
+        caches = {id(w.cache): w.cache for w, _, _ in mine}
         pinned = self.pinned.get(em.core)
         if pinned is None:
             pinned = self.pinned[em.core] = {cid: set() for cid in caches}
-            for w, first, end in self.round_tasks:
-                if w.core == em.core:
-                    for sources in w.sources[first:end]:
-                        pinned[id(w.cache)].update(sources)
+            for w, first, end in mine:
+                for sources in w.sources[first:end]:
+                    pinned[id(w.cache)].update(sources)
         holders: dict[int, tuple[Buffer, list[tuple[dict[Key, Buffer], Key]]]] = {}
         blocked: set[int] = set()
         for cid, cache in caches.items():
