@@ -124,14 +124,29 @@ def _crossbar_target(target: str | Path | CrossbarTarget | DramPimTarget) -> Cro
 
 
 def score(mapping: MappingRecord, program: Program, target: CrossbarTarget,
-          solves: list[dict[str, Any]], *, check_only: bool = False) -> dict[str, Any]:
-    """Verify ``program``, and unless ``check_only`` simulate it: the report data."""
+          solves: list[dict[str, Any]], *, check_only: bool = False,
+          stage: Callable[[str], None] | None = None,
+          timing: dict[str, float] | None = None) -> dict[str, Any]:
+    """Verify ``program``, and unless ``check_only`` simulate it: the report data, whose
+    ``timing`` holds ``timing`` (seconds per step) and these steps' own. ``stage`` is told
+    each step as it begins."""
+    timing = dict(timing or {})
+    tell = stage or (lambda text: None)
+    started = time.perf_counter()
+    tell(f"verifying {program.instructions:,} instructions")
     checks = verify(program, target)
+    timing["verify_s"] = time.perf_counter() - started
     if check_only:
-        return build_report(mapping, None, None, checks, solves)
-    timeline = run(program, target)
-    return build_report(mapping, measure(program, target, timeline), bounds(program, target),
-                        checks, solves)
+        report = build_report(mapping, None, None, checks, solves)
+    else:
+        started = time.perf_counter()
+        tell(f"simulating {program.instructions:,} instructions")
+        timeline = run(program, target)
+        report = build_report(mapping, measure(program, target, timeline),
+                              bounds(program, target), checks, solves)
+        timing["simulate_s"] = time.perf_counter() - started
+    report["timing"] = timing
+    return report
 
 
 @dataclass(frozen=True)
@@ -169,12 +184,15 @@ def map_model(model: str | Path | onnx.ModelProto, *,
               mode: str | None = None, engine: str | None = None,
               settings: PlacementSettings | None = None,
               input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-              codegen: CodegenOptions | None = None) -> MapResult:
+              codegen: CodegenOptions | None = None,
+              stage: Callable[[str], None] | None = None) -> MapResult:
     """frontend -> placement -> codegen -> simulate -> report.
 
     ``objective`` picks the mode (latency: low-latency 'll'; throughput, energy, edp: 'ht')
     unless ``mode`` is given. ``engine`` overrides ``settings.engine``; ``codegen`` sets the
-    code generator's options (e.g. the LL order).
+    code generator's options (e.g. the LL order). ``stage`` is told each step after the
+    placement as it begins (a 224x224 program's steps take a minute or two); the report's
+    ``timing`` gives each step's seconds.
     """
     if objective not in MODES:
         raise InputError(f"objective must be one of {', '.join(MODES)}, not {objective!r}")
@@ -187,8 +205,10 @@ def map_model(model: str | Path | onnx.ModelProto, *,
     if settings.engine not in engines():
         raise InputError(f"unknown engine {settings.engine!r}; engines: "
                          f"{', '.join(engines())}")
-    compiled = _compile(model, target, mode, input_shapes, objective, settings, codegen)
-    report = score(compiled.mapping, compiled.program, compiled.target, [compiled.solve])
+    compiled = _compile(model, target, mode, input_shapes, objective, settings, codegen,
+                        stage)
+    report = score(compiled.mapping, compiled.program, compiled.target, [compiled.solve],
+                   stage=stage, timing=compiled.timing)
     if compiled.predicted is not None and "metrics" in report:
         report["prediction"] = _fidelity(compiled.predicted, report["metrics"], mode)
     return MapResult(compiled.mapping, compiled.program, report)
@@ -211,20 +231,25 @@ class _Compiled:
     program: Program
     solve: dict[str, Any]
     predicted: dict[str, float] | None
+    timing: dict[str, float]
+    """Seconds of each step: frontend, placement, codegen."""
 
 
 def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarTarget,
              mode: str, input_shapes: Mapping[str, tuple[int, ...]] | None,
              objective: str = "latency", settings: PlacementSettings | None = None,
-             codegen: CodegenOptions | None = None) -> _Compiled:
-    """frontend -> lowering -> placement -> codegen."""
+             codegen: CodegenOptions | None = None,
+             stage: Callable[[str], None] | None = None) -> _Compiled:
+    """frontend -> lowering -> placement -> codegen (``stage`` told when codegen begins)."""
     from pimsolve.solve.options import SolveOptions
     from pimsolve.stages.placement.instance import build_instance
     from pimsolve.stages.placement.place import engine_clock, place
 
     settings = settings or PlacementSettings()
     loaded = _crossbar_target(target)
+    started = time.perf_counter()
     inspection = inspect_model(model, target=loaded, input_shapes=input_shapes)
+    timing = {"frontend_s": time.perf_counter() - started}
     started = time.perf_counter()
     predicted = None
     if settings.engine == "none":
@@ -259,8 +284,13 @@ def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarT
         p = outcome.prediction
         predicted = {"cycle_s": p.time_ns * 1e-9, "latency_s": p.latency_ns * 1e-9,
                      "energy_j": p.energy_pj * 1e-12, "bottleneck": p.bottleneck}
+    timing["placement_s"] = time.perf_counter() - started
+    if stage is not None:
+        stage("generating the program")
+    started = time.perf_counter()
     program = generate(inspection.graph, inspection.workload, mapping, loaded, codegen)
-    return _Compiled(inspection.graph, loaded, mapping, program, solve, predicted)
+    timing["codegen_s"] = time.perf_counter() - started
+    return _Compiled(inspection.graph, loaded, mapping, program, solve, predicted, timing)
 
 
 PROGRAM_JSONL_LIMIT = 50_000

@@ -203,12 +203,15 @@ def map_cmd(
                                  export_model=export_model, unfoldings=unfoldings,
                                  max_layers_per_core=max_layers_per_core,
                                  progress=None if as_json else _progress_line)
+    _PROGRESS["shown"] = ""
     result = map_model(model, target=target, objective=objective, mode=mode,
                        settings=settings, input_shapes=shapes,
-                       codegen=CodegenOptions(ll_order=ll_order))
+                       codegen=CodegenOptions(ll_order=ll_order),
+                       stage=None if as_json else _stage_line)
     if not as_json:
-        if _PROGRESS["shown"]:
-            typer.echo("", err=True)
+        if _PROGRESS["shown"]:  # the last step's line gives way to what follows
+            typer.echo("\r" + " " * 70 + "\r", nl=False, err=True)
+        _PROGRESS["shown"] = ""
         solve = result.report["solves"][0]
         if solve.get("rule"):
             _echo(solve["rule"])
@@ -224,7 +227,9 @@ def map_cmd(
                          "program's\n")
 
 
-_PROGRESS = {"shown": False}
+_PROGRESS = {"shown": ""}
+"""What the live line on stderr shows: '' nothing, 'solve' the solver's progress, 'stage'
+the step being worked on after it."""
 
 
 def _progress_line(event) -> None:
@@ -236,8 +241,16 @@ def _progress_line(event) -> None:
         gap = event.gap
         text = (f"{event.wall_s:6.2f}s  incumbent {event.objective:.6g}  bound "
                 f"{event.bound:.6g}  gap {'-' if gap is None else f'{gap:.2%}'}")
-    _PROGRESS["shown"] = True
+    _PROGRESS["shown"] = "solve"
     typer.echo("\r" + text.ljust(70), nl=False, err=True)
+
+
+def _stage_line(text: str) -> None:
+    """The live line after the solve (whose last line stays): the step being worked on."""
+    if _PROGRESS["shown"] == "solve":
+        typer.echo("", err=True)
+    _PROGRESS["shown"] = "stage"
+    typer.echo("\r" + f"{text} ...".ljust(70), nl=False, err=True)
 
 
 @app.command("simulate")

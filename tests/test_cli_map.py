@@ -58,11 +58,31 @@ def test_map_is_deterministic(capsys, tmp_path: Path, model_file: Path) -> None:
     for file in ("mapping.json", "report.json", "program.jsonl"):
         first = (tmp_path / "a" / file).read_text()
         second = (tmp_path / "b" / file).read_text()
-        if file == "report.json":  # the solve's wall times are the only clock in it
-            first, second = (json.dumps({**json.loads(t), "solves": [
+        if file == "report.json":  # the wall times (solve, steps) are the only clocks in it
+            first, second = (json.dumps({**json.loads(t), "timing": None, "solves": [
                 {k: v for k, v in s.items() if not k.endswith("wall_s")}
                 for s in json.loads(t)["solves"]]}) for t in (first, second))
         assert first == second, file
+
+
+def test_map_tells_each_step_and_times_it(capsys, tmp_path: Path, model_file: Path) -> None:
+    """After the solve, the live line on stderr names the step being worked on (codegen,
+    the verifier, the simulator; not with --json), and the report gives each step's
+    seconds, as `simulate` does for its own."""
+    code, _, err = run(capsys, "map", str(model_file), "-t", "isaac", "--engine", "balance",
+                       "--out", str(tmp_path / "out"))
+    assert code == 0
+    steps = [err.find(text) for text in ("generating the program", "verifying",
+                                         "simulating")]
+    assert -1 not in steps and steps == sorted(steps), err
+    code, stdout, err = run(capsys, "map", str(model_file), "-t", "isaac", "--engine",
+                            "balance", "--json")
+    assert code == 0 and "verifying" not in err
+    timing = json.loads(stdout)["timing"]
+    assert set(timing) == {"frontend_s", "placement_s", "codegen_s", "verify_s", "simulate_s"}
+    assert all(seconds >= 0 for seconds in timing.values())
+    code, stdout, _ = run(capsys, "simulate", str(tmp_path / "out"), "--json")
+    assert code == 0 and set(json.loads(stdout)["timing"]) == {"verify_s", "simulate_s"}
 
 
 def test_simulate_check_rejects_a_corrupted_program(capsys, tmp_path: Path,

@@ -91,6 +91,9 @@ def map_tables(report: dict[str, Any]) -> list[Table]:
         table.add_row("instructions", f"{metrics['instructions']:,}", "", "")
         table.add_row("peak local memory", f"{metrics['peak_local_memory_bytes']:,} B", "", "")
         table.add_row("peak active crossbars", f"{metrics['peak_active_crossbars']:,}", "", "")
+    if timing := report.get("timing"):
+        table.caption = "seconds: " + ", ".join(f"{key.removesuffix('_s')} {value:.3g}"
+                                                for key, value in timing.items())
     checks = Table(title="checks: " + ("passed" if report["checks"]["passed"] else "FAILED"))
     checks.add_column("violation")
     for message in report["checks"]["violations"][:20]:

@@ -11,7 +11,9 @@ Keys (DESIGN.md contract; more may be added, none renamed):
 ``compute_cycle_s``, ``io_s``; ``achieved_over_bound``: per key, how far from the bound
 (latency and energy: bound / achieved; throughput: achieved / bound; 1 is the bound);
 ``checks``: ``passed``, ``violations`` (messages); ``solves``: one record per stage solve with
-``stage``, ``engine``, ``status``, ``objective``, ``bound``, ``gap``, ``wall_s``.
+``stage``, ``engine``, ``status``, ``objective``, ``bound``, ``gap``, ``wall_s``; ``timing``
+(added by ``api.score``): seconds per step, ``frontend_s``, ``placement_s``, ``codegen_s``,
+``verify_s``, ``simulate_s``.
 """
 
 from __future__ import annotations
