@@ -125,6 +125,15 @@ def _extent(code: np.ndarray, slots) -> tuple[int, list[int]]:
     return top, np.flatnonzero(negative).tolist()
 
 
+def _least_most(values: np.ndarray) -> tuple[int, int]:
+    """The least and the most of a local range's entries (a list is faster on short ones:
+    most operands are a pixel's few channels)."""
+    if len(values) <= 32:
+        listed = values.tolist()
+        return min(listed), max(listed)
+    return int(values.min()), int(values.max())
+
+
 def _latest_per_unit(deps: list[int], unit: list[int]) -> dict[int, int]:
     """The latest of ``deps`` on each unit: instruction ``j`` of another unit than the
     waiting one's is ordered before it when ``j`` is at most that unit's entry."""
@@ -252,7 +261,7 @@ def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capaci
             if start < 0 or length <= 0:
                 continue
             seen = writer[start:start + length]
-            first, final = int(seen.min()), int(seen.max())
+            first, final = _least_most(seen)
             if first < 0:
                 k = start + int(np.flatnonzero(seen < 0)[0])
                 out.add("read-before-write", c, i, f"reads local address {k}, which nothing "
@@ -271,7 +280,7 @@ def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capaci
         for start, length in writes:
             if start < 0 or length <= 0:
                 continue
-            j = int(reader[start:start + length].max())
+            j = _least_most(reader[start:start + length])[1]
             if j < 0 or unit_of[j] == own:
                 continue
             if latest is None:
