@@ -583,8 +583,9 @@ class _Generator:
         workers = [w for lt in self.tasks for w in self._split(lt, self._spread)]
         self.round_tasks: list[tuple[_Worker, int, int]] = []
         """The current round's tasks per worker (w, first, end): their pixels stay cached."""
-        self.pinned = {}
-        """Per core, per input cache, the pixels the round's tasks read (``_ht_drop``)."""
+        self.round_pins: dict[int, dict[int, set[Key]]] = {}
+        """Per core, per input cache, the pixels the round's tasks read (``_ht_drop``, built
+        at the core's first drop of the round)."""
         self.core_tasks: dict[int, list[tuple[_Worker, int, int]]] | None = None
         """The round's tasks by core, built at the round's first drop (``_ht_drop``)."""
         for w in workers:
@@ -609,7 +610,7 @@ class _Generator:
             due = [(w, self._due(w, t, rounds) - w.next) for w in left]
             self.round_tasks = [(w, w.next, w.next + count) for w, count in due]
             self.core_tasks = None
-            self.pinned: dict[int, dict[int, set[Key]]] = {}
+            self.round_pins = {}
             self._prefetch(due)
             staged = []
             for w, count in due:
@@ -683,9 +684,9 @@ class _Generator:
                 self.core_tasks.setdefault(task[0].core, []).append(task)
         mine = self.core_tasks.get(em.core, [])
         caches = {id(w.cache): w.cache for w, _, _ in mine}
-        pinned = self.pinned.get(em.core)
+        pinned = self.round_pins.get(em.core)
         if pinned is None:
-            pinned = self.pinned[em.core] = {cid: set() for cid in caches}
+            pinned = self.round_pins[em.core] = {cid: set() for cid in caches}
             for w, first, end in mine:
                 for sources in w.sources[first:end]:
                     pinned[id(w.cache)].update(sources)
