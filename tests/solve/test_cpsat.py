@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pimsolve.errors import InputError
-from pimsolve.solve.cpsat import CpModel, parameters_text, solve_cpsat
+from pimsolve.solve.cpsat import ONE_WORKER_DTIME, CpModel, parameters_text, solve_cpsat
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason
 
@@ -72,6 +72,31 @@ def test_workers_interleave_unless_the_parameters_say() -> None:
     assert "interleave_search" not in parameters_text(SolveOptions(workers=1))
     text = parameters_text(SolveOptions(workers=2, params="interleave_search: false"))
     assert "interleave_search: false" in text
+
+
+def _multi_knapsack(n: int = 60, m: int = 5) -> CpModel:
+    model = CpModel()
+    x = [model.new_bool_var(f"x[{i}]") for i in range(n)]
+    for j in range(m):
+        w = [((37 + j) * i * i + (11 + 3 * j) * i) % 97 + 20 for i in range(n)]
+        model.add(sum(a * v for a, v in zip(w, x, strict=True)) <= sum(w) // 3)
+    model.maximize(sum(((53 * i + 7 * i * i) % 89 + 15) * v for i, v in enumerate(x)))
+    return model
+
+
+def test_a_short_deterministic_limit_holds() -> None:
+    """Interleaved workers check the limit only between batches of about a deterministic
+    second a task: on this knapsack two of them used 0.63 of a 0.3 limit (six tasks a
+    batch; 0.31 with two), where one worker proves the optimum in 0.01. Below
+    ``ONE_WORKER_DTIME`` one worker searches; above it, a batch is one task per worker."""
+    result, _ = solve_cpsat(_multi_knapsack(), SolveOptions(deterministic_time=0.3, workers=2))
+    assert result.status == Status.OPTIMAL and result.deterministic_s <= 0.3
+    assert "num_workers: 1" in result.params and "interleave_search" not in result.params
+    text = parameters_text(SolveOptions(deterministic_time=ONE_WORKER_DTIME, workers=2))
+    assert "num_workers: 2" in text and "interleave_batch_size: 2" in text
+    text = parameters_text(SolveOptions(deterministic_time=1.0, workers=2,
+                                        params="use_ls_only: true"))
+    assert "num_workers: 2" in text  # the local search alone keeps its workers
 
 
 def test_a_stalled_local_search_stops_before_its_limit() -> None:
