@@ -148,15 +148,16 @@ def map_cmd(
         "large), balance, uniform, w0h0, one-layer-per-core, no-replication (baselines), "
         "none (reference: no replication).")] = "auto",
     time_limit: Annotated[float, typer.Option(
-        "--time-limit", help="Seconds the solver or GA may run, counted in work (see "
-        "--wall-clock); the best placement found is kept, with its gap.")] = 10.0,
+        "--time-limit", help="Seconds the placement may take (the exact engines' baselines, "
+        "the solver or the GA), counted in work (see --wall-clock); the best placement "
+        "found is kept, with its gap.")] = 10.0,
     gap: Annotated[float, typer.Option(
         help="Exact engines stop once the proven relative gap is at most this (0: prove "
         "optimality).")] = 1e-3,
     seed: Annotated[int, typer.Option(help="Random seed of the solver or GA.")] = 0,
     workers: Annotated[int, typer.Option(
         help="Search workers of the exact engines (CP-SAT interleaves them, so runs "
-        "repeat).")] = 2,
+        "repeat; one for a solve given less than 3 deterministic seconds).")] = 2,
     wall_clock: Annotated[bool, typer.Option(
         "--wall-clock", help="Count --time-limit in seconds of the clock. By default it "
         "counts work (CP-SAT's deterministic time, the heuristics' own steps, priced in "
@@ -202,14 +203,14 @@ def map_cmd(
                                  clock="wall" if wall_clock else "work",
                                  export_model=export_model, unfoldings=unfoldings,
                                  max_layers_per_core=max_layers_per_core,
-                                 progress=None if as_json else _progress_line)
+                                 progress=None if as_json else _progress_line(objective))
     _PROGRESS["shown"] = ""
     result = map_model(model, target=target, objective=objective, mode=mode,
                        settings=settings, input_shapes=shapes,
                        codegen=CodegenOptions(ll_order=ll_order),
                        stage=None if as_json else _stage_line)
     if not as_json:
-        if _PROGRESS["shown"]:  # the last step's line gives way to what follows
+        if _PROGRESS["shown"] and sys.stderr.isatty():  # the last step's line gives way
             typer.echo("\r" + " " * 70 + "\r", nl=False, err=True)
         _PROGRESS["shown"] = ""
         solve = result.report["solves"][0]
@@ -231,26 +232,47 @@ _PROGRESS = {"shown": ""}
 """What the live line on stderr shows: '' nothing, 'solve' the solver's progress, 'stage'
 the step being worked on after it."""
 
+_OBJECTIVE_UNITS = {"latency": ("latency", 1e-9, "s"), "throughput": ("cycle", 1e-9, "s"),
+                    "energy": ("energy", 1e-12, "J"), "edp": ("EDP", 1e-21, "J s")}
+"""How the live line shows a placement's value (``predict``'s ns, pJ or pJ x ns)."""
 
-def _progress_line(event) -> None:
-    """The live line while solving: incumbent, bound and gap (exact) or best (GA)."""
-    if isinstance(event, tuple):
-        generation, best = event
-        text = f"GA generation {generation}: best {best:.6g}"
+
+def _live(text: str) -> None:
+    """Rewrite the live line on a terminal; elsewhere (a log) one line per update."""
+    if sys.stderr.isatty():
+        typer.echo("\r" + text.ljust(70), nl=False, err=True)
     else:
-        gap = event.gap
-        text = (f"{event.wall_s:6.2f}s  incumbent {event.objective:.6g}  bound "
-                f"{event.bound:.6g}  gap {'-' if gap is None else f'{gap:.2%}'}")
-    _PROGRESS["shown"] = "solve"
-    typer.echo("\r" + text.ljust(70), nl=False, err=True)
+        typer.echo(text, err=True)
+
+
+def _progress_line(objective: str):
+    """The live line while solving: incumbent, bound and gap (exact) or best (GA), in the
+    objective's unit."""
+    from pimsolve.report.render import si
+
+    name, scale, unit = _OBJECTIVE_UNITS.get(objective, (objective, 1.0, ""))
+
+    def show(event) -> None:
+        if isinstance(event, tuple):
+            generation, best = event
+            text = f"GA generation {generation}: best {name} {si(best * scale, unit)}"
+        else:
+            gap = event.gap
+            text = (f"{event.wall_s:6.2f}s  incumbent {name} {si(event.objective * scale, unit)}"
+                    f"  bound {si(event.bound * scale, unit)}"
+                    f"  gap {'-' if gap is None else f'{gap:.2%}'}")
+        _PROGRESS["shown"] = "solve"
+        _live(text)
+
+    return show
 
 
 def _stage_line(text: str) -> None:
     """The live line after the solve (whose last line stays): the step being worked on."""
-    if _PROGRESS["shown"] == "solve":
+    if _PROGRESS["shown"] == "solve" and sys.stderr.isatty():
         typer.echo("", err=True)
     _PROGRESS["shown"] = "stage"
-    typer.echo("\r" + f"{text} ...".ljust(70), nl=False, err=True)
+    _live(f"{text} ...")
 
 
 @app.command("simulate")

@@ -85,6 +85,24 @@ def test_map_tells_each_step_and_times_it(capsys, tmp_path: Path, model_file: Pa
     assert code == 0 and set(json.loads(stdout)["timing"]) == {"verify_s", "simulate_s"}
 
 
+def test_map_shows_the_solve_in_the_objectives_unit(capsys, tmp_path: Path,
+                                                    model_file: Path) -> None:
+    """The exact engine's live line gives incumbent and bound in seconds (they were model
+    ticks), the last incumbent the placement's value; off a terminal each update is a line
+    of its own, not a carriage return."""
+    from pimsolve.report.render import si
+
+    code, _, err = run(capsys, "map", str(model_file), "-t", "isaac", "--engine", "cpsat",
+                       "--out", str(tmp_path / "out"))
+    assert code == 0 and "\r" not in err
+    lines = [line for line in err.splitlines() if "incumbent" in line]
+    assert lines, err
+    solve = json.loads((tmp_path / "out" / "report.json").read_text())["solves"][0]
+    assert solve["objective_units"] == "ns"
+    shown = f"incumbent latency {si(solve['objective'] * 1e-9, 's')}  bound "
+    assert shown in lines[-1], (shown, lines[-1])
+
+
 def test_simulate_check_rejects_a_corrupted_program(capsys, tmp_path: Path,
                                                     model_file: Path) -> None:
     out = tmp_path / "out"

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
-__all__ = ["inspection_tables", "targets_table"]
+__all__ = ["inspection_tables", "targets_table", "map_tables", "si"]
 
 
 def _shape(shapes: list[list[int]]) -> str:
@@ -65,7 +65,8 @@ def targets_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
-def _si(value: float | None, unit: str) -> str:
+def si(value: float | None, unit: str) -> str:
+    """``value`` with an SI prefix (m, u, n below 1) and ``unit``, four digits."""
     if value is None:
         return "-"
     for scale, prefix in ((1, ""), (1e-3, "m"), (1e-6, "u"), (1e-9, "n")):
@@ -85,7 +86,7 @@ def map_tables(report: dict[str, Any]) -> list[Table]:
     if metrics:
         for key, unit in (("latency_s", "s"), ("throughput_per_s", "/s"), ("energy_j", "J")):
             r = ratio.get(key)
-            table.add_row(key, _si(metrics[key], unit), _si(bound and bound[key], unit),
+            table.add_row(key, si(metrics[key], unit), si(bound and bound[key], unit),
                           "-" if r is None else f"{r:.3g}")
         table.add_row("crossbar utilization", f"{metrics['crossbar_utilization']:.3g}", "", "")
         table.add_row("instructions", f"{metrics['instructions']:,}", "", "")
