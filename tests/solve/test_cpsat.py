@@ -86,14 +86,13 @@ def _multi_knapsack(n: int = 60, m: int = 5) -> CpModel:
 
 def test_a_short_deterministic_limit_holds() -> None:
     """Interleaved workers check the limit only between batches of about a deterministic
-    second a task: on this knapsack two of them used 0.63 of a 0.3 limit (six tasks a
-    batch; 0.31 with two), where one worker proves the optimum in 0.01. Below
-    ``ONE_WORKER_DTIME`` one worker searches; above it, a batch is one task per worker."""
+    second a task: on this knapsack two of them used 0.63 of a 0.3 limit, where one worker
+    proves the optimum in 0.01. Below ``ONE_WORKER_DTIME`` one worker searches."""
     result, _ = solve_cpsat(_multi_knapsack(), SolveOptions(deterministic_time=0.3, workers=2))
     assert result.status == Status.OPTIMAL and result.deterministic_s <= 0.3
     assert "num_workers: 1" in result.params and "interleave_search" not in result.params
     text = parameters_text(SolveOptions(deterministic_time=ONE_WORKER_DTIME, workers=2))
-    assert "num_workers: 2" in text and "interleave_batch_size: 2" in text
+    assert "num_workers: 2" in text and "interleave_search: true" in text
     text = parameters_text(SolveOptions(deterministic_time=1.0, workers=2,
                                         params="use_ls_only: true"))
     assert "num_workers: 2" in text  # the local search alone keeps its workers
