@@ -1,5 +1,4 @@
-"""Baseline replication + placement methods, each ``(instance, objective) -> counts`` (its
-packing passes charged to ``clock=`` if given).
+"""Baseline replication + placement methods, each ``(instance, objective) -> counts``.
 
 They are what the exact engines and the GA are compared with (PIMCOMP Sec. VI, VIII):
 
@@ -25,7 +24,6 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import numpy as np
 
@@ -47,9 +45,7 @@ __all__ = ["BASELINES", "DEFAULT_UNFOLDING", "default_choices", "check_counts", 
 
 DEFAULT_UNFOLDING = "IK2,O,1"
 
-class Baseline(Protocol):
-    def __call__(self, instance: PlacementInstance, objective: str = "latency", *,
-                 clock: Clock | None = None) -> list[LayerCounts]: ...
+Baseline = Callable[[PlacementInstance, str], list[LayerCounts]]
 
 
 def default_choices(instance: PlacementInstance) -> list[int]:
@@ -161,20 +157,17 @@ def _load_per_ag(instance: PlacementInstance, choices: Sequence[int],
 
 
 def pack(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int], *,
-         cores: Sequence[Sequence[int]] | None = None,
-         clock: Clock | None = None) -> list[LayerCounts] | None:
+         cores: Sequence[Sequence[int]] | None = None) -> list[LayerCounts] | None:
     """Place ``reps[l]`` replicas of every layer, or None when they do not fit.
 
     Replicas go largest first; a replica that fits on a core (crossbars and local memory)
     goes whole to the fitting core with the least load (issue and home time), else (not in
     core mode) its AGs spread over consecutive cores, starting at the one with the most room
     (its home). If that balanced placement fails, or overruns a core's local memory, plain
-    first-fit is tried. ``cores[l]``, if given, lists the cores layer ``l`` may use. Each
-    pass is charged to ``clock`` (if given; ``_charge_passes``).
+    first-fit is tried. ``cores[l]``, if given, lists the cores layer
+    ``l`` may use.
     """
     for balanced in (True, False):
-        if clock is not None:
-            _charge_passes(clock, reps, PASS_COST["pack"])
         y = _place(instance, choices, reps, cores, balanced)
         if y is None:
             continue
@@ -862,12 +855,11 @@ def _infeasible(instance: PlacementInstance, method: str) -> InfeasibleError:
 
 
 def _fit(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int], method: str,
-         *, cores: Sequence[Sequence[int]] | None = None,
-         clock: Clock | None = None) -> list[LayerCounts]:
+         *, cores: Sequence[Sequence[int]] | None = None) -> list[LayerCounts]:
     """Pack ``reps``, reducing the largest factor (lowest layer on ties) until it packs."""
     reps = list(reps)
     while True:
-        counts = pack(instance, choices, reps, cores=cores, clock=clock)
+        counts = pack(instance, choices, reps, cores=cores)
         if counts is not None:
             return counts
         movable = [i for i, layer in enumerate(instance.layers)
@@ -882,8 +874,7 @@ def _time(layer: PlacementLayer, choice: int, r: int) -> float:
     return layer.windows_per_replica(r) * layer.choices[choice].ag_ns
 
 
-def balance(instance: PlacementInstance, objective: str = "latency", *,
-            clock: Clock | None = None) -> list[LayerCounts]:
+def balance(instance: PlacementInstance, objective: str = "latency") -> list[LayerCounts]:
     """PIMCOMP-NN balance: replicate the slowest layer while crossbars allow, then pack.
 
     If the result does not pack, the last replicas given are taken back (binary search over
@@ -904,23 +895,22 @@ def balance(instance: PlacementInstance, objective: str = "latency", *,
         used += (nxt - reps[i]) * size[i]
         reps[i] = nxt
         steps.append(list(reps))
-    counts = pack(instance, choices, steps[-1], clock=clock)
+    counts = pack(instance, choices, steps[-1])
     if counts is not None:
         return counts
-    if pack(instance, choices, steps[0], clock=clock) is None:
+    if pack(instance, choices, steps[0]) is None:
         raise _infeasible(instance, "balance")
     lo, hi = 0, len(steps) - 1  # steps[lo] packs, steps[hi] does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if pack(instance, choices, steps[mid], clock=clock) is None:
+        if pack(instance, choices, steps[mid]) is None:
             hi = mid
         else:
             lo = mid
-    return pack(instance, choices, steps[lo], clock=clock)
+    return pack(instance, choices, steps[lo])
 
 
-def uniform(instance: PlacementInstance, objective: str = "latency", *,
-            clock: Clock | None = None) -> list[LayerCounts]:
+def uniform(instance: PlacementInstance, objective: str = "latency") -> list[LayerCounts]:
     """PIMCOMP-NN uniform: the largest factor f, the same for every layer, that packs.
 
     A layer takes the largest admissible replication <= f (same windows per replica as f).
@@ -932,7 +922,7 @@ def uniform(instance: PlacementInstance, objective: str = "latency", *,
     def reps_of(f: int) -> list[int]:
         return [_snap(layer, f) for layer in layers]
 
-    counts = _largest_packing(instance, choices, size, reps_of, lowest=1, clock=clock)
+    counts = _largest_packing(instance, choices, size, reps_of, lowest=1)
     if counts is None:
         raise _infeasible(instance, "uniform")
     return counts
@@ -940,7 +930,7 @@ def uniform(instance: PlacementInstance, objective: str = "latency", *,
 
 def _largest_packing(instance: PlacementInstance, choices: Sequence[int], size: list[int],
                      reps_of: Callable[[int], list[int]], lowest: int,
-                     clock: Clock | None = None) -> list[LayerCounts] | None:
+                     ) -> list[LayerCounts] | None:
     """The placement of the largest scale g >= ``lowest`` whose replications ``reps_of(g)``
     fit the crossbars and pack; None if none does."""
     total = instance.cores * instance.crossbars_per_core
@@ -953,14 +943,13 @@ def _largest_packing(instance: PlacementInstance, choices: Sequence[int], size: 
         if reps == tried:
             continue
         tried = reps
-        counts = pack(instance, choices, reps, clock=clock)
+        counts = pack(instance, choices, reps)
         if counts is not None:
             return counts
     return None
 
 
-def w0h0(instance: PlacementInstance, objective: str = "latency", *,
-         clock: Clock | None = None) -> list[LayerCounts]:
+def w0h0(instance: PlacementInstance, objective: str = "latency") -> list[LayerCounts]:
     """PIMCOMP-NN W0H0: factor s * ceil(W_l / W_base), W_base the second smallest window count.
 
     ``s`` is the largest scale whose replicas pack; if s = 1 does not, the largest factors
@@ -976,13 +965,12 @@ def w0h0(instance: PlacementInstance, objective: str = "latency", *,
     def reps_of(s: int) -> list[int]:
         return [_snap(layer, s * q) for layer, q in zip(layers, ratio, strict=True)]
 
-    counts = _largest_packing(instance, choices, size, reps_of, lowest=2, clock=clock)
-    return counts if counts is not None else _fit(instance, choices, reps_of(1), "w0h0",
-                                                  clock=clock)
+    counts = _largest_packing(instance, choices, size, reps_of, lowest=2)
+    return counts if counts is not None else _fit(instance, choices, reps_of(1), "w0h0")
 
 
-def one_layer_per_core(instance: PlacementInstance, objective: str = "latency", *,
-                       clock: Clock | None = None) -> list[LayerCounts]:
+def one_layer_per_core(instance: PlacementInstance,
+                       objective: str = "latency") -> list[LayerCounts]:
     """Polyhedral-like: each core holds AGs of one layer; layers replicate into their cores.
 
     Every layer starts with the cores one replica needs; spare cores go, a few at a time, to
@@ -1022,11 +1010,11 @@ def one_layer_per_core(instance: PlacementInstance, objective: str = "latency", 
             reps[i] = nxt
     starts = np.cumsum([0, *give])
     blocks = [range(int(starts[i]), int(starts[i + 1])) for i in range(len(layers))]
-    return _fit(instance, choices, reps, "one-layer-per-core", cores=blocks, clock=clock)
+    return _fit(instance, choices, reps, "one-layer-per-core", cores=blocks)
 
 
-def no_replication(instance: PlacementInstance, objective: str = "latency", *,
-                   clock: Clock | None = None) -> list[LayerCounts]:
+def no_replication(instance: PlacementInstance,
+                   objective: str = "latency") -> list[LayerCounts]:
     """One replica per layer, AGs next-fit core after core (a whole replica in core mode)."""
     choices = default_choices(instance)
     layers = instance.layers
@@ -1042,14 +1030,14 @@ def no_replication(instance: PlacementInstance, objective: str = "latency", *,
                     y[i, min(core, k - 1)] == 0 and most is not None and here >= most):
                 core, used, here = core + 1, 0, 0
             if core >= k:
-                return _fit(instance, choices, [1] * len(layers), "no-replication", clock=clock)
+                return _fit(instance, choices, [1] * len(layers), "no-replication")
             here += y[i, core] == 0
             y[i, core] += 1
             used += c.crossbars_per_ag
     counts = _counts(instance, choices, y)
     top = instance.local_memory_bytes
     if top is not None and memory_per_core(instance, counts).max() > top:
-        return _fit(instance, choices, [1] * len(layers), "no-replication", clock=clock)
+        return _fit(instance, choices, [1] * len(layers), "no-replication")
     return counts
 
 

@@ -302,7 +302,7 @@ def run_ga(instance: PlacementInstance, objective: str, options: GaOptions = GaO
     seeds = []
     for name in sorted(BASELINES):
         try:
-            counts = BASELINES[name](instance, objective, clock=clock)
+            counts = BASELINES[name](instance, objective)
         except InfeasibleError:
             continue
         seeds.append(Chromosome(problem.encode(np.stack([c.y for c in counts]))))

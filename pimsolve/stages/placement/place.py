@@ -17,7 +17,6 @@ from pathlib import Path
 from pimsolve.errors import InfeasibleError, InputError
 from pimsolve.ir import Workload
 from pimsolve.ir.mapping import Mapping
-from pimsolve.solve.clock import Clock
 from pimsolve.solve.model import ENGINES as EXACT
 from pimsolve.solve.model import Progress, export_model
 from pimsolve.solve.options import SolveOptions
@@ -32,11 +31,6 @@ __all__ = ["engine_names", "engine_clock", "AUTO_MAX_VARIABLES", "PlacementOutco
 
 AUTO_MAX_VARIABLES = 200_000
 """Above this many subproblem variables the exact model is too large for `auto` (GA)."""
-
-EXACT_SHARE = 0.5
-"""The exact engines start from the best baseline (``_best_baseline``), whose packing passes
-count against the time limit (resnet18-28/ISAAC HT: 2.7 to 5.2 s of wall time before a
-10 s limit began); this share of the limit is left to them whatever the baselines took."""
 
 EXPORT_MAX_WINDOWS = 2_000_000
 """LL: the full model gives each option of a layer its own windows; ``--export-model`` refuses
@@ -76,8 +70,7 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
           options: SolveOptions | None = None, export: str | Path | None = None,
           progress: Callable[[Progress], None] | None = None,
           ga_progress: Callable[[int, float], None] | None = None) -> PlacementOutcome:
-    """Place ``instance`` with ``engine`` for ``objective``. ``progress`` and
-    ``ga_progress`` see values in ``predict``'s units (ns, pJ, pJ x ns)."""
+    """Place ``instance`` with ``engine`` for ``objective``."""
     options = options or SolveOptions()
     names = engine_names()
     if engine not in names:
@@ -111,17 +104,9 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
         engine, rule = "cpsat", (f"auto: the placement subproblem has "
                                  f"{size['subproblem_variables']} variables "
                                  f"(<= {AUTO_MAX_VARIABLES}); ran CP-SAT (decomposition)")
-    clock = Clock.named(options.clock, options.time_limit_s)
-    start = _best_baseline(instance, objective, clock)
-    spent = clock.now()
-    if options.time_limit_s is not None:  # the baselines' time is the limit's too
-        options = replace(options, time_limit_s=max(options.time_limit_s - spent,
-                                                    EXACT_SHARE * options.time_limit_s))
-    scaled = None if progress is None else lambda p: progress(
-        Progress(p.wall_s, _scale(objective, p.objective), _scale(objective, p.bound)))
+    start = _best_baseline(instance, objective)
     result, counts = solve_decomposed(instance, objective, engine, options, start=start,
-                                      progress=scaled)
-    result = replace(result, stats={**result.stats, "baselines_s": spent})
+                                      progress=progress)
     if counts is None:
         if result.status == Status.INFEASIBLE:
             raise InfeasibleError(f"{instance.model} cannot be placed on {instance.target}: "
@@ -162,24 +147,21 @@ def _option_windows(instance: PlacementInstance) -> int:
     return sum(len(x.choices) * len(x.replications) * x.windows for x in instance.layers)
 
 
-def _best_baseline(instance: PlacementInstance, objective: str,
-                   clock: Clock) -> list[LayerCounts] | None:
+def _best_baseline(instance: PlacementInstance, objective: str) -> list[LayerCounts] | None:
     """The exact engines' first incumbent: the best baseline placement, or the best
-    re-placement of a baseline's options by ``level_search`` (layers mixed on the cores);
-    every packing pass charged to ``clock``."""
+    re-placement of a baseline's options by ``level_search`` (layers mixed on the cores)."""
     best, value = None, float("inf")
     leveled_options = set()
     for fn in _baselines().values():
         try:
-            counts = fn(instance, objective, clock=clock)
+            counts = fn(instance, objective)
         except InfeasibleError:
             continue
         options = tuple((c.choice, c.replication) for c in counts)
         leveled = None
         if options not in leveled_options:
             leveled_options.add(options)
-            leveled = level_search(instance, *zip(*options, strict=True), objective,
-                                   clock=clock)
+            leveled = level_search(instance, *zip(*options, strict=True), objective)
         for found in (counts, leveled):
             v = predict(instance, found).objective(objective) if found else float("inf")
             if v < value:
