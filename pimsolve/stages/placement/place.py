@@ -70,7 +70,8 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
           options: SolveOptions | None = None, export: str | Path | None = None,
           progress: Callable[[Progress], None] | None = None,
           ga_progress: Callable[[int, float], None] | None = None) -> PlacementOutcome:
-    """Place ``instance`` with ``engine`` for ``objective``."""
+    """Place ``instance`` with ``engine`` for ``objective``. ``progress`` and
+    ``ga_progress`` see values in ``predict``'s units (ns, pJ, pJ x ns)."""
     options = options or SolveOptions()
     names = engine_names()
     if engine not in names:
@@ -105,8 +106,10 @@ def place(instance: PlacementInstance, workload: Workload, *, objective: str, en
                                  f"{size['subproblem_variables']} variables "
                                  f"(<= {AUTO_MAX_VARIABLES}); ran CP-SAT (decomposition)")
     start = _best_baseline(instance, objective)
+    scaled = None if progress is None else lambda p: progress(
+        Progress(p.wall_s, _scale(objective, p.objective), _scale(objective, p.bound)))
     result, counts = solve_decomposed(instance, objective, engine, options, start=start,
-                                      progress=progress)
+                                      progress=scaled)
     if counts is None:
         if result.status == Status.INFEASIBLE:
             raise InfeasibleError(f"{instance.model} cannot be placed on {instance.target}: "
