@@ -293,6 +293,14 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             if retry:
                 parked[picks] = floor
             break
+        if least_floor and best is not None:  # LL latency: no placement beats the set's floor
+            clock.charge(sum(layer.windows for layer in instance.layers), "window")
+            set_floor = math.ceil(_floor_units(instance, picks) - 1e-9)
+            if set_floor >= best:  # nothing to gain: settled at its floor, as the master learns
+                settled[picks] = set_floor
+                _add_cut(master, picks, set_floor, f"floor{int(stats['iterations'])}")
+                stats["floored"] = stats.get("floored", 0.0) + 1
+                continue
         placed = _placed(instance, objective, picks, known, clock)
         if placed is None and roomy and (best is None or best > (1 + ROOM_HT_ABOVE) * floor):
             # HT, once, the incumbent far from the master's value: a set with room, placed

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -397,3 +398,39 @@ def test_ties_places_another_set_of_the_masters_value(monkeypatch) -> None:
                             SolveOptions(time_limit_s=10), {}, Clock(), 10.0, picks, value,
                             placed)
     assert again is None or again[1][0] < placed
+
+
+def test_ll_sets_whose_floor_meets_the_incumbent_are_settled_unsolved(monkeypatch) -> None:
+    """LL: no placement of an option set is below its ``floor_latency``, so a master's set
+    whose floor is at or above the incumbent is settled at its floor (a cut) without being
+    placed or solved: vgg8-28/PUMA LL's master sets have floors of 679 us and more against
+    the 488 us incumbent, and each cost a subproblem of about 10 s that could not help."""
+    from pimsolve.api import inspect_model
+    from pimsolve.stages.placement import decompose
+    from pimsolve.stages.placement.baselines import balance
+    from pimsolve.stages.placement.instance import build_instance
+
+    ins = inspect_model("vgg8-28", target="puma")
+    inst = build_instance(ins.graph, ins.workload, ins.target, "ll")
+    start = balance(inst, "latency")
+    built, cuts = [], []
+    build, add_cut = decompose.build_model, decompose._add_cut
+
+    def spy_build(instance, objective, picks=None, **kwargs):
+        built.append(picks)
+        return build(instance, objective, picks=picks, **kwargs)
+
+    def spy_cut(master, picks, value, name):
+        cuts.append((picks, value, name))
+        return add_cut(master, picks, value, name)
+
+    monkeypatch.setattr(decompose, "build_model", spy_build)
+    monkeypatch.setattr(decompose, "_add_cut", spy_cut)
+    result, counts = solve_decomposed(inst, "latency", "cpsat",
+                                      SolveOptions(time_limit_s=2, clock="work"), start=start)
+    floored = [(picks, value) for picks, value, name in cuts if name.startswith("floor")]
+    assert floored and result.stats["floored"] == len(floored)
+    for picks, value in floored:  # each at its floor, which no better placement reaches
+        assert value == math.ceil(decompose._floor_units(inst, picks) - 1e-9)
+        assert value >= result.objective and picks not in built
+    assert check_counts(inst, counts) is None and result.bound <= result.objective
