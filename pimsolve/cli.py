@@ -148,8 +148,8 @@ def map_cmd(
         "large), balance, uniform, w0h0, one-layer-per-core, no-replication (baselines), "
         "none (reference: no replication).")] = "auto",
     time_limit: Annotated[float, typer.Option(
-        "--time-limit", help="Seconds the placement may take (the exact engines' baselines, "
-        "the solver or the GA), counted in work (see --wall-clock); the best placement "
+        "--time-limit", help="Seconds the solver or GA may run (after the baselines the "
+        "exact engines start from), counted in work (see --wall-clock); the best placement "
         "found is kept, with its gap.")] = 10.0,
     gap: Annotated[float, typer.Option(
         help="Exact engines stop once the proven relative gap is at most this (0: prove "
