@@ -215,7 +215,8 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     stats = {"iterations": 0.0, "master_s": 0.0, "subproblem_s": 0.0, "subproblems_optimal": 0.0,
              "parked": 0.0, "search_s": 0.0}
     least_floor = 0  # LL latency: no option set's floor is below it (ticks)
-    if instance.mode == "ll" and objective == "latency":
+    ll_latency = instance.mode == "ll" and objective == "latency"
+    if ll_latency:
         least_floor, placed = _least_floor(
             instance, best, known, stats,
             DIAGRAM_SHARE * limit if limit < math.inf else DIAGRAM_S, clock, options)
@@ -232,7 +233,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     proven, master_result = False, None
     # once, after the first master; not with sync communication, where transfers block the
     # cores: the floor is a fifth to a half of a placement's latency and ranks options poorly
-    search = instance.mode == "ll" and objective == "latency" and not instance.sync
+    search = ll_latency and not instance.sync
     roomy = instance.mode == "ht"
     while True:
         left = clock.left()
@@ -293,7 +294,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             if retry:
                 parked[picks] = floor
             break
-        if least_floor and best is not None:  # LL latency: no placement beats the set's floor
+        if ll_latency and best is not None:  # no placement beats the set's floor
             clock.charge(sum(layer.windows for layer in instance.layers), "window")
             set_floor = math.ceil(_floor_units(instance, picks) - 1e-9)
             if set_floor >= best:  # nothing to gain: settled at its floor, as the master learns
