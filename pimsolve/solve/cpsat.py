@@ -44,8 +44,8 @@ subproblem used 4.64 of its 2.04 deterministic seconds, the resnet18-28/ISAAC LL
 of 1.5. One worker checks the limit as it searches. Above it a batch may still run over; a
 batch of one task per worker (``interleave_batch_size``) would bound that, but it changes
 which of several optimal solutions comes back: the vgg8-28/ISAAC HT master then returned an
-option set of the same value that simulates 13% slower (80.3 against 69.9 us). Not where the
-expert parameters ask for the local search alone (``use_ls_only``, as
+option set of the same value whose simulated cycle is 15% longer (80.3 against 69.9 us).
+Not where the expert parameters ask for the local search alone (``use_ls_only``, as
 ``packing.pack_exact``), whose workers are what finds a packing at all."""
 
 
