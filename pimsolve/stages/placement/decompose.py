@@ -50,7 +50,7 @@ from pimsolve.stages.placement.formulation import (
     restrict_value,
 )
 from pimsolve.stages.placement.instance import PlacementInstance
-from pimsolve.stages.placement.local import polish
+from pimsolve.stages.placement.local import gather, polish
 from pimsolve.stages.placement.packing import pack_exact
 from pimsolve.stages.placement.search import Picks, search_options
 
@@ -138,6 +138,15 @@ UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
 
+GATHER_SHARE = 0.1
+"""HT: of the time left, what ``local.gather`` may take on each option set's greedy
+placement (``_seed``), GATHER_S at most. resnet18-28/ISAAC HT, CP-SAT's option set placed by
+``level`` at 105.6 us (the shared global memory binds), gathered 102.3 us in 0.3 s of wall
+(0.46 s of work); CP-SAT's subproblem from the level placement found nothing better in 20 s
+and 102.3 to 102.5 us in 60 s."""
+GATHER_S = 2.0
+
+
 def picks_of(instance: PlacementInstance, counts: list[LayerCounts]) -> Picks | None:
     """The options of a placement (None if a replication is not admissible)."""
     out = []
@@ -170,7 +179,7 @@ def _seed(instance: PlacementInstance, objective: str, picks: Picks,
           known: dict[Picks, list[LayerCounts]], clock: Clock) -> list[LayerCounts] | None:
     """The subproblem's hint: the best of a known placement, ``level_search`` (which is
     ``pack``'s placement unless it finds a better one), ``spread``, ``fill`` and, in LL,
-    ``even_search``; their passes charged to ``clock``."""
+    ``even_search``, in HT improved by ``local.gather``; their work charged to ``clock``."""
     choices = [ui for ui, _ in picks]
     reps = [layer.replications[ri] for layer, (_, ri) in zip(instance.layers, picks,
                                                                strict=True)]
@@ -182,7 +191,11 @@ def _seed(instance: PlacementInstance, objective: str, picks: Picks,
                          even_search(instance, choices, reps, clock)
                          if instance.mode == "ll" else None)
              if c is not None]
-    return min(found, key=lambda c: predict(instance, c).objective(objective), default=None)
+    best = min(found, key=lambda c: predict(instance, c).objective(objective), default=None)
+    if best is None or instance.mode != "ht" or objective not in ("latency", "throughput"):
+        return best
+    return gather(instance, best, min(GATHER_SHARE * max(0.0, clock.left()), GATHER_S),
+                  clock=clock)
 
 
 def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,

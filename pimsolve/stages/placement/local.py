@@ -1,5 +1,6 @@
-"""LL: a local search that moves single AGs of the layers furthest above their floor.
+"""Local searches that improve a greedy placement of fixed options.
 
+LL, ``polish``: moves single AGs of the layers furthest above their floor.
 A greedy placement (``baselines.even``) balances each layer's busiest core, one AG at a
 time; where the crossbars are nearly full it leaves a few cores that hold one AG too many of
 some layer (vgg8-28 on PUMA: four home cores of Conv_1 with two of its AGs, 132.6 us where
@@ -7,7 +8,13 @@ the layer's other cores take 96.8). ``polish`` moves such an AG to another core,
 with an AG of another layer there, and keeps every change that lowers the latency, or keeps
 it and lowers the sum of the layers' D_l, or keeps both and lowers how far the layers' cores
 are above their floors (squared): the last two let it walk across plateaus where several
-cores pace a layer. Every placement it returns is valid (``baselines.check_counts``).
+cores pace a layer.
+
+HT, ``gather``: moves all the homes a core holds of one layer onto another core homing that
+layer, so that their input loads, which overlap, are fetched once (the shared global
+memory's bytes fall by delta_l for every core that no longer homes layer l).
+
+Every placement either returns is valid (``baselines.check_counts``).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from pimsolve.solve.clock import Clock
+from pimsolve.stages.placement.baselines import check_counts
 from pimsolve.stages.placement.evaluate import (
     LayerCounts,
     core_busy,
@@ -25,7 +33,7 @@ from pimsolve.stages.placement.evaluate import (
 )
 from pimsolve.stages.placement.instance import PlacementInstance
 
-__all__ = ["polish"]
+__all__ = ["polish", "gather", "GATHER_MOST"]
 
 TARGETS = 40
 """Cores a moved AG may go to: the layer's least busy ones (and cores homing a replica of
@@ -183,3 +191,92 @@ class _Search:
             _undo_put(d, there)
             _undo_take(d, back)
         return False
+
+
+GATHER_MOST = 4
+"""``gather`` moves homes of a layer only onto a core where, with them, at most this many
+are. The model counts the loads saved; the simulator also charges a core serving many homes'
+windows: resnet18-28/ISAAC HT, ``level``'s placements of two option sets the master finds
+optimal (105.6 and 108.2 us in the model, 139.7 and 142.8 us simulated), gathered with at
+most 3 homes a core: 104.0 / 133.4 us and 103.2 / 140.3; with 4: 102.3 / 130.9 and 102.3 /
+145.5; with no limit 102.3 / 139.4 (all 14 of Conv_0's homes on one core)."""
+
+
+def gather(instance: PlacementInstance, counts: list[LayerCounts], seconds: float, *,
+           clock: Clock | None = None) -> list[LayerCounts]:
+    """HT: a placement no worse than ``counts`` (by ``predict``'s cycle time): while the
+    shared global memory binds, the homes a core holds of a layer whose windows share input
+    rows move, all together, to another core homing that layer (at most ``GATHER_MOST``
+    there), their AGs at home with them where the crossbars allow and else left behind as
+    AGs off their home; the first move that lowers the cycle time is kept, until none does
+    or ``seconds`` of ``clock`` (a new wall clock if None) pass (each placement valued is
+    charged to it). ``counts`` is left as it is."""
+    clock = clock or Clock()
+    deadline = clock.now() + seconds
+    cur = [LayerCounts(c.choice, c.replication, np.array(c.y), np.array(c.rho),
+                       np.array(c.ell)) for c in counts]
+    layers = instance.layers
+    us = [layer.choices[c.choice] for layer, c in zip(layers, cur, strict=True)]
+    shared = [i for i, (layer, c) in enumerate(zip(layers, cur, strict=True))
+              if c.replication > 1 and instance.computing_mode != "CM"
+              and layer.overlap(layer.replications.index(c.replication)) > 0]
+    shared.sort(key=lambda i: -layers[i].overlap(layers[i].replications.index(
+        cur[i].replication)))
+    # what a move changes is checked on its two cores only: their crossbars and memory
+    room = instance.crossbars_per_core - sum(c.y * u.crossbars_per_ag
+                                             for c, u in zip(cur, us, strict=True))
+    memory = memory_per_core(instance, cur)
+    top = instance.local_memory_bytes
+    best = predict(instance, cur)
+
+    def layer_memory(i: int, cores: list[int]) -> np.ndarray:
+        c = cur[i]
+        return (instance.replica_bytes(i, c.choice) * c.rho[cores]
+                + us[i].remote_bytes * (c.y[cores] - c.ell[cores]))
+
+    def moved(i: int, a: int, b: int) -> bool:
+        """Move core a's homes of layer i to core b (their AGs with them where they fit);
+        keep it if valid and faster, else undo it."""
+        nonlocal best
+        c, u, pair = cur[i], us[i], [a, b]
+        before = c.y.copy(), c.rho.copy(), c.ell.copy()
+        old = layer_memory(i, pair)
+        for ags in dict.fromkeys((min(int(c.ell[a]), int(room[b]) // u.crossbars_per_ag), 0)):
+            c.y[:], c.rho[:], c.ell[:] = before
+            c.rho[b] += c.rho[a]
+            c.rho[a] = 0
+            c.y[a] -= ags
+            c.y[b] += ags
+            c.ell[pair] = np.maximum(c.rho[pair], np.minimum(c.y[pair], u.ags * c.rho[pair]))
+            new = memory[pair] - old + layer_memory(i, pair)
+            if c.y[b] < c.rho[b] or top is not None and (new > top).any():
+                continue  # a home without an AG, or past the local memory
+            clock.charge(len(cur) * instance.cores, "core_layer")
+            value = predict(instance, cur)
+            if value.time_ns < best.time_ns * (1 - 1e-9):
+                best = value
+                memory[pair] = new
+                room[pair] += np.array([ags, -ags]) * u.crossbars_per_ag
+                return True
+        c.y[:], c.rho[:], c.ell[:] = before
+        return False
+
+    def improve() -> bool:
+        if best.bottleneck != "gm":  # nothing else falls when homes gather
+            return False
+        for i in shared:
+            c = cur[i]
+            homes = np.flatnonzero(c.rho)
+            for a in sorted(homes, key=lambda k: (c.rho[k], c.y[k])):
+                for b in sorted(homes, key=lambda k: -c.rho[k]):
+                    if clock.now() > deadline:
+                        return False
+                    if a != b and c.rho[a] + c.rho[b] <= GATHER_MOST and moved(i, a, b):
+                        return True
+        return False
+
+    while improve():
+        pass
+    if check_counts(instance, cur) is not None:  # cannot happen: the moves keep it valid
+        raise AssertionError(check_counts(instance, cur))
+    return cur

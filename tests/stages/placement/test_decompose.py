@@ -13,15 +13,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pimsolve.errors import InfeasibleError
+from pimsolve.solve.clock import Clock
 from pimsolve.solve.model import solve_model
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import Status
-from pimsolve.stages.placement.baselines import check_counts, spread
-from pimsolve.stages.placement.decompose import MASTER_PARAMS, _master_params, solve_decomposed
+from pimsolve.stages.placement.baselines import BASELINES, check_counts, level_search, spread
+from pimsolve.stages.placement.decompose import (
+    MASTER_PARAMS,
+    _master_params,
+    _seed,
+    picks_of,
+    solve_decomposed,
+)
 from pimsolve.stages.placement.evaluate import memory_per_core, predict
 from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_master, build_model
 from tests.stages.placement.test_baselines import vgg8
 from tests.stages.placement.test_formulation import CASES, _layer_options, brute_force, instance
+from tests.stages.placement.test_local import resnet18_isaac_ht
 
 
 @pytest.mark.parametrize(("cores", "crossbars", "mode"), CASES)
@@ -434,3 +442,19 @@ def test_ll_sets_whose_floor_meets_the_incumbent_are_settled_unsolved(monkeypatc
         assert value == math.ceil(decompose._floor_units(inst, picks) - 1e-9)
         assert value >= result.objective and picks not in built
     assert check_counts(inst, counts) is None and result.bound <= result.objective
+
+
+def test_ht_seeds_are_gathered_where_the_global_memory_binds() -> None:
+    """resnet18-28 on ISAAC (HT), balance's options: the greedy placements' best is bound by
+    the shared global memory; the subproblem's seed (and incumbent) is that placement with
+    its homes gathered (``local.gather``), faster by more than 5% (112.6 us against 124.0,
+    measured)."""
+    inst = resnet18_isaac_ht()
+    base = BASELINES["balance"](inst, "throughput")
+    picks = picks_of(inst, base)
+    greedy = level_search(inst, [c.choice for c in base], [c.replication for c in base],
+                          "throughput")
+    assert predict(inst, greedy).bottleneck == "gm"
+    seed = _seed(inst, "throughput", picks, {}, Clock())
+    assert check_counts(inst, seed) is None and picks_of(inst, seed) == picks
+    assert predict(inst, seed).time_ns < 0.95 * predict(inst, greedy).time_ns

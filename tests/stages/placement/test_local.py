@@ -1,26 +1,36 @@
 """``local.polish``: every placement it returns is valid and no slower than the one it was
 given, and on vgg8-28/PUMA (LL) it takes ``even_search``'s placement to its option set's
-floor."""
+floor. ``local.gather`` (HT): where the global memory binds it shares loads and lowers the
+cycle time, elsewhere it leaves the placement alone."""
 
 from __future__ import annotations
 
 import functools
 
+import numpy as np
 import pytest
 
+from pimsolve.api import inspect_model
 from pimsolve.frontend.load import load_onnx
 from pimsolve.lowering import lower
-from pimsolve.stages.placement.baselines import check_counts, even_search, pack
+from pimsolve.stages.placement.baselines import (
+    BASELINES,
+    check_counts,
+    even_search,
+    level_search,
+    pack,
+)
 from pimsolve.stages.placement.diagram import floor_options
 from pimsolve.stages.placement.evaluate import core_busy, floor_latency, predict
 from pimsolve.stages.placement.instance import build_instance
-from pimsolve.stages.placement.local import polish
+from pimsolve.stages.placement.local import GATHER_MOST, gather, polish
 from tests.simulate.test_checks import tiny_cnn
 from tests.stages.placement.test_baselines import (
     even_case,
     puma_vgg8_ll,
     random_option_sets,
     small_target,
+    vgg8,
 )
 
 
@@ -101,3 +111,51 @@ def test_polish_takes_vgg8_on_puma_to_its_floor() -> None:
     assert predict(inst, found).time_ns == pytest.approx(floor_latency(inst, choices, reps))
     conv1 = core_busy(inst, 1, found[1])
     assert conv1.max() < core_busy(inst, 1, start[1]).max()
+
+
+@functools.cache
+def resnet18_isaac_ht():
+    ins = inspect_model("resnet18-28", target="isaac")
+    return build_instance(ins.graph, ins.workload, ins.target, "ht")
+
+
+@pytest.mark.parametrize(("options", "before_us", "after_us"),
+                         [("balance", 123.96, 112.64), ("w0h0", 115.79, 108.19)])
+def test_gather_shares_the_loads_where_the_global_memory_binds(options, before_us,
+                                                               after_us) -> None:
+    """resnet18-28 on ISAAC (HT), ``level_search``'s placements of balance's and w0h0's
+    options: the shared global memory binds (123.96 and 115.79 us, measured); moving the
+    homes of layers whose windows share input rows together (their loads fetched once a
+    core) cuts its bytes, to 112.64 us (the links bind then) and 108.19 us. The result is
+    valid, keeps the options, leaves ``counts`` as it was, homes every such layer on fewer
+    cores, and puts more than ``GATHER_MOST`` homes of a layer on no core."""
+    inst = resnet18_isaac_ht()
+    base = BASELINES[options](inst, "throughput")
+    start = level_search(inst, [c.choice for c in base], [c.replication for c in base],
+                         "throughput")
+    before = predict(inst, start)
+    assert before.bottleneck == "gm" and before.time_ns == pytest.approx(before_us * 1e3,
+                                                                         abs=10)
+    rho = [c.rho.copy() for c in start]
+    found = gather(inst, start, 30.0)
+    assert check_counts(inst, found) is None
+    assert [(c.choice, c.replication) for c in found] == [
+        (c.choice, c.replication) for c in start]
+    assert all((c.rho == r).all() for c, r in zip(start, rho, strict=True))  # untouched
+    after = predict(inst, found)
+    assert after.time_ns == pytest.approx(after_us * 1e3, abs=10)
+    assert after.resources["gm"] < before.resources["gm"]
+    assert sum(int((c.rho > 0).sum()) for c in found) < sum(int((r > 0).sum()) for r in rho)
+    assert all((c.rho <= np.maximum(GATHER_MOST, r)).all()
+               for c, r in zip(found, rho, strict=True))
+
+
+def test_gather_leaves_placements_alone_where_the_global_memory_does_not_bind() -> None:
+    """vgg8-28 on ISAAC (HT), balance's placement: the links bind, and no move of homes
+    lowers them; ``gather`` returns the placement as it was."""
+    inst, _ = vgg8("isaac", "ht")
+    start = BASELINES["balance"](inst, "throughput")
+    assert predict(inst, start).bottleneck != "gm"
+    found = gather(inst, start, 30.0)
+    assert all((c.y == s.y).all() and (c.rho == s.rho).all() and (c.ell == s.ell).all()
+               for c, s in zip(found, start, strict=True))
