@@ -348,6 +348,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             best, best_counts = placed
             if progress is not None:
                 progress(Progress(time.perf_counter() - began, best, lower))
+            if best - lower <= goal * abs(best) + 1e-9:
+                proven = True  # the set's greedy placement meets the bound: nothing to solve
+                break
         if search:  # once: from the best placement so far, leaving the subproblem half
             search = False
             t = clock.now()

@@ -458,3 +458,18 @@ def test_ht_seeds_are_gathered_where_the_global_memory_binds() -> None:
     seed = _seed(inst, "throughput", picks, {}, Clock())
     assert check_counts(inst, seed) is None and picks_of(inst, seed) == picks
     assert predict(inst, seed).time_ns < 0.95 * predict(inst, greedy).time_ns
+
+
+def test_a_greedy_placement_meeting_the_bound_ends_the_loop() -> None:
+    """vgg8-28 on ISAAC (HT), a 2% goal: the master's option set, placed greedily, is within
+    it of the master's bound (63.37 us against 63.36, measured), so no subproblem is built
+    or solved for it."""
+    inst, _ = vgg8("isaac", "ht")
+    result, counts = solve_decomposed(
+        inst, "throughput", "cpsat",
+        SolveOptions(time_limit_s=10, clock="work", relative_gap=0.02),
+        start=BASELINES["balance"](inst, "throughput"))
+    assert result.gap <= 0.02 and result.stop_reason.value == "gap_limit"
+    assert result.stats["iterations"] == 1 and result.stats["subproblem_s"] == 0
+    assert check_counts(inst, counts) is None
+    assert predict(inst, counts).time_ns * TICKS_PER_NS <= result.objective
