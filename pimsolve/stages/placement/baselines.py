@@ -164,8 +164,7 @@ def pack(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int
     goes whole to the fitting core with the least load (issue and home time), else (not in
     core mode) its AGs spread over consecutive cores, starting at the one with the most room
     (its home). If that balanced placement fails, or overruns a core's local memory, plain
-    first-fit is tried. ``cores[l]``, if given, lists the cores layer
-    ``l`` may use.
+    first-fit is tried. ``cores[l]``, if given, lists the cores layer ``l`` may use.
     """
     for balanced in (True, False):
         y = _place(instance, choices, reps, cores, balanced)

@@ -142,7 +142,7 @@ GATHER_SHARE = 0.1
 """HT: of the time left, what ``local.gather`` may take on each option set's greedy
 placement (``_seed``), GATHER_S at most. resnet18-28/ISAAC HT, CP-SAT's option set placed by
 ``level`` at 105.6 us (the shared global memory binds), gathered 102.3 us in 0.3 s of wall
-(0.46 s of work); CP-SAT's subproblem from the level placement found nothing better in 20 s
+(0.17 s of work); CP-SAT's subproblem from the level placement found nothing better in 20 s
 and 102.3 to 102.5 us in 60 s."""
 GATHER_S = 2.0
 

@@ -277,6 +277,6 @@ def gather(instance: PlacementInstance, counts: list[LayerCounts], seconds: floa
 
     while improve():
         pass
-    if check_counts(instance, cur) is not None:  # cannot happen: the moves keep it valid
-        raise AssertionError(check_counts(instance, cur))
+    if (why := check_counts(instance, cur)) is not None:  # cannot happen: moves keep it valid
+        raise AssertionError(why)
     return cur

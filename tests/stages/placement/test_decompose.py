@@ -12,11 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pimsolve.api import inspect_model
 from pimsolve.errors import InfeasibleError
 from pimsolve.solve.clock import Clock
 from pimsolve.solve.model import solve_model
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import Status
+from pimsolve.stages.placement import decompose
 from pimsolve.stages.placement.baselines import BASELINES, check_counts, level_search, spread
 from pimsolve.stages.placement.decompose import (
     MASTER_PARAMS,
@@ -27,6 +29,7 @@ from pimsolve.stages.placement.decompose import (
 )
 from pimsolve.stages.placement.evaluate import memory_per_core, predict
 from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_master, build_model
+from pimsolve.stages.placement.instance import build_instance
 from tests.stages.placement.test_baselines import vgg8
 from tests.stages.placement.test_formulation import CASES, _layer_options, brute_force, instance
 from tests.stages.placement.test_local import resnet18_isaac_ht
@@ -413,14 +416,9 @@ def test_ll_sets_whose_floor_meets_the_incumbent_are_settled_unsolved(monkeypatc
     whose floor is at or above the incumbent is settled at its floor (a cut) without being
     placed or solved: vgg8-28/PUMA LL's master sets have floors of 679 us and more against
     the 488 us incumbent, and each cost a subproblem of about 10 s that could not help."""
-    from pimsolve.api import inspect_model
-    from pimsolve.stages.placement import decompose
-    from pimsolve.stages.placement.baselines import balance
-    from pimsolve.stages.placement.instance import build_instance
-
     ins = inspect_model("vgg8-28", target="puma")
     inst = build_instance(ins.graph, ins.workload, ins.target, "ll")
-    start = balance(inst, "latency")
+    start = BASELINES["balance"](inst, "latency")
     built, cuts = [], []
     build, add_cut = decompose.build_model, decompose._add_cut
 
