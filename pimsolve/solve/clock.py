@@ -30,6 +30,7 @@ WORK_S = {
     "core_layer": 0.5e-6,
     "replica": 70e-6,
     "individual": 0.5e-3,
+    "knapsack": 3.6e-9,
 }
 """Reference seconds per unit of work, measured on the machine the benchmarks ran on (2 cores):
 a CP-SAT deterministic second ('dtime': the subproblems and packings, whose presolve takes 3
@@ -40,7 +41,10 @@ the LL masters, 1.5 to 5.3 s, pay 'dtime'), a constraint term built or handed to
 window a pipeline evaluation goes through ('window'; 0.5 to 0.85 us), a (layer, core) pair a
 valuation of a placement sums ('core_layer'; 0.3 to 2.5 us), a replica one pass of a greedy
 placement places ('replica'; ``baselines.PASS_COST`` times, 20 to 113 us for a pass of
-``level``), and what the GA does for an individual besides valuing it ('individual')."""
+``level``), what the GA does for an individual besides valuing it ('individual'), and a cell of
+``home_packing``'s knapsack tables ('knapsack'; a step also pays ``home_packing.STEP_CELLS``
+for its numpy calls and LP solve: googlenet/Arch-C 0.40 s, googlenet/ISAAC 0.87 s fitted
+within 1%)."""
 
 
 @dataclass

@@ -49,6 +49,7 @@ from pimsolve.stages.placement.formulation import (
     restrict_room,
     restrict_value,
 )
+from pimsolve.stages.placement.home_packing import HomeCut, home_cut
 from pimsolve.stages.placement.instance import PlacementInstance
 from pimsolve.stages.placement.local import gather, polish
 from pimsolve.stages.placement.packing import pack_exact
@@ -97,6 +98,12 @@ TIES_ABOVE = 0.02
 TIES_SHARE = 0.25
 """Of the time left, what ``_ties`` takes at most (each tied set comes in about 0.05
 deterministic s; placing it, a few replicas' greedy passes)."""
+HOME_CUTS = 8
+"""HT: at most this many of ``home_packing``'s cuts a solve adds, where no greedy placement
+fits the master's option set (each costs a master solve more). Not in LL, whose bound is
+mostly the least floor's and whose masters take 1.5 to 5.3 s."""
+HOME_CUT_SCALE = 1000
+"""Its weights in integer thousandths."""
 ROOM_CELLS = 500_000
 """The restricted diagram's budget for those (resnet34, googlenet at 224x224: 0.1 to 0.5 s
 a share)."""
@@ -167,6 +174,16 @@ def _add_cut(master: PlacementModel, picks: Picks, value: int, name: str) -> Non
     n = len(picks)
     hit = total(master.z[li, ui, ri] for li, (ui, ri) in enumerate(picks))
     master.model.add(master.model.objective - hit * value, lo=-(n - 1) * value, name=name)
+
+
+def _add_home_cut(master: PlacementModel, cut: HomeCut, name: str) -> None:
+    """sum_l w[l, u] r z[l, u, r] <= K (``home_packing``), its weights scaled to integers and
+    rounded down (a weaker cut, still valid)."""
+    scale = HOME_CUT_SCALE
+    master.model.add(total(v * math.floor(cut.weights[li, ui] * scale
+                                          * master.instance.layers[li].replications[ri])
+                           for (li, ui, ri), v in master.z.items() if (li, ui) in cut.weights),
+                     hi=master.instance.cores * scale, name=name)
 
 
 def _exclude(master: PlacementModel, picks: Picks, name: str) -> None:
@@ -244,6 +261,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
     parked: dict[Picks, float] = {}
     master, master_upper = None, None
     proven, master_result = False, None
+    home_cuts: list[HomeCut] = []  # the homes' packing: cuts on z the master keeps
     # once, after the first master; not with sync communication, where transfers block the
     # cores: the floor is a fifth to a half of a placement's latency and ranks options poorly
     search = ll_latency and not instance.sync
@@ -257,7 +275,8 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             break
         if master is None or best is not None and (master_upper is None
                                                    or best < 0.98 * master_upper):
-            master, master_upper = _master(instance, objective, best, settled, parked), best
+            master, master_upper = _master(instance, objective, best, settled, parked,
+                                           home_cuts), best
             clock.charge(master.model.terms, "term")
         t = clock.now()
         clock.charge(master.model.terms, "term")  # its constraints, in CP-SAT's model
@@ -328,6 +347,18 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                 best, best_counts = found[1:]
                 if progress is not None:
                     progress(Progress(time.perf_counter() - began, best, lower))
+        if placed is None and instance.mode == "ht" and len(home_cuts) < HOME_CUTS:
+            # do its homes fit the cores at all?
+            t = clock.now()
+            cut = home_cut(instance, [ui for ui, _ in picks],
+                           [layer.replications[ri] for layer, (_, ri) in
+                            zip(instance.layers, picks, strict=True)], clock)
+            stats["home_cut_s"] = stats.get("home_cut_s", 0.0) + clock.now() - t
+            if cut is not None:  # no placement of picks: the master learns why, and goes on
+                home_cuts.append(cut)
+                _add_home_cut(master, cut, f"homes{len(home_cuts)}")
+                stats["home_cuts"] = float(len(home_cuts))
+                continue
         if (instance.mode == "ht" and placed is not None and not retry
                 and placed[0] > (1 + TIES_ABOVE) * floor):
             t = clock.now()
@@ -628,11 +659,14 @@ def _master_params(instance: PlacementInstance, engine: str, options: SolveOptio
 
 
 def _master(instance: PlacementInstance, objective: str, upper: float | None,
-            settled: dict[Picks, float], parked: dict[Picks, float]) -> PlacementModel:
+            settled: dict[Picks, float], parked: dict[Picks, float],
+            home_cuts: list[HomeCut]) -> PlacementModel:
     """The master for placements better than ``upper`` (model units), with every settled
-    option set's cut and without the parked ones."""
+    option set's cut and the homes' packing cuts, and without the parked ones."""
     master = build_master(instance, objective,
                           upper=None if upper is None else math.floor(upper))
+    for i, cut in enumerate(home_cuts):
+        _add_home_cut(master, cut, f"homes{i + 1}")
     for i, (picks, value) in enumerate(settled.items()):
         if value == math.inf:
             _exclude(master, picks, f"settled{i}")
