@@ -64,8 +64,8 @@ def _types(instance: PlacementInstance, unit: int) -> dict[tuple[int, int], tupl
         for ui, u in enumerate(layer.choices):
             size = instance.replica_bytes(li, ui) // unit
             bars = u.crossbars_per_ag * (u.ags if instance.computing_mode == "CM" else 1)
-            if bars > C:
-                continue  # no placement holds it (the master's options never pick it)
+            if bars > C or size > cap:
+                continue  # no core holds it (the master's per-layer cuts never pick it)
             most = min(max(layer.replications), cap // size if size else C // bars, C // bars)
             out[li, ui] = (size, bars, most)
     return out
