@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from ortools.linear_solver import pywraplp
 
 from pimsolve.solve.clock import Clock
+from pimsolve.solve.covering import CoveringLP
 from pimsolve.stages.placement.instance import PlacementInstance
 
 __all__ = ["HomeCut", "home_cut", "CELLS", "COLUMNS"]
@@ -110,24 +110,15 @@ def home_cut(instance: PlacementInstance, choices: Sequence[int], reps: Sequence
     cap = instance.local_memory_bytes // unit
     items = [(li, ui) for li, ui in enumerate(choices) if reps[li] and (li, ui) in types]
     demand = [reps[li] for li, _ in items]
-    solver = pywraplp.Solver.CreateSolver("GLOP")
-    rows = [solver.Constraint(float(d), solver.infinity()) for d in demand]
-    objective = solver.Objective()
-    objective.SetMinimization()
-
-    def column(counts: dict[int, int]) -> None:
-        var = solver.NumVar(0.0, solver.infinity(), "")
-        objective.SetCoefficient(var, 1.0)
-        for i, n in counts.items():
-            rows[i].SetCoefficient(var, float(n))
-
+    lp = CoveringLP(demand)
     for i, key in enumerate(items):  # each home type alone, as many as a core holds
-        column({i: types[key][2]})
+        lp.add_column({i: types[key][2]})
     weights = None
     for _ in range(COLUMNS):
-        if solver.Solve() != pywraplp.Solver.OPTIMAL:
+        solved = lp.solve()
+        if solved is None:
             return None
-        pi = np.maximum([row.dual_value() for row in rows], 0.0)
+        pi = np.array(solved[1])
         trace: list = []
         table = np.zeros((cap + 1, C + 1))
         for i, key in enumerate(items):
@@ -144,7 +135,7 @@ def home_cut(instance: PlacementInstance, choices: Sequence[int], reps: Sequence
             if mask[m, b]:
                 counts[i] = counts.get(i, 0) + q
                 m, b = m - s, b - bars
-        column(counts)
+        lp.add_column(counts)
     needs = float(weights @ demand)
     if needs <= K + 1e-6:
         return None
