@@ -49,10 +49,15 @@ turn by ``diagram_bound`` while its time lasts (each a valid bound). A budget, n
 count, so that layers with few windows or options keep more nodes for the same work:
 resnet18-28/isaac LL, 351.0 us in 1.0 s with 2 M cells, where 256 nodes a layer gave 317.6 us
 in 1.1 s and 1024 nodes 343.3 us in 5.1 s (float64 times, before the integer ticks)."""
-KEYS = ("finish", "middle")
-"""What orders children of equal crossbars into groups, by budget in turn: vgg8-28/isaac LL,
+KEYS = ("middle", "finish")
+"""What orders children of equal crossbars into groups, by budget in turn (0.5 M cells by
+the middle window's done time, 2 M by the finish, 8 M by the middle, ...): vgg8-28/isaac LL,
 by 'finish' 243.4 us at every node count from 1024 to 65,536 a layer; by 'middle' 258.1 us
-(the best option set's floor) with 8 M cells."""
+(the best option set's floor) with 8 M cells. At 8 M cells 'middle' is the better on most
+rows (vgg8-28/PUMA LL 471.0 against 452.5 us, resnet18-28/Arch-C 289.9 against 285.5), so
+the budgets that usually finish in the decomposition's share, 0.5 and 8 M, take it: 10 s,
+gap 4.37% -> 3.48% and 15.9% -> 14.6% there, resnet34/Arch-C 51.7% -> 52.3%, googlenet/Arch-C
+78.1% -> 77.9%, the other LL rows as before."""
 PRIMAL_CELLS = 2_000_000
 """The largest budget of the restricted diagram in ``diagram_bound``."""
 PRIMAL_COUNTED = False

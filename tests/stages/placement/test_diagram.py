@@ -221,7 +221,7 @@ def test_least_floor_packs_the_best_set_when_no_greedy_places_it(monkeypatch):
 
 
 def test_an_unknown_grouping_is_refused():
-    with pytest.raises(ValueError, match="by: one of finish, middle"):
+    with pytest.raises(ValueError, match="by: one of middle, finish"):
         floor_bound(case("skip"), 4, by="start")
 
 
