@@ -121,6 +121,19 @@ def test_homes_over_half_a_core_each_need_a_core_each():
     assert home_cut(_fake([60], [1], 3, 100, 4, 3), [0], [3]) is None
 
 
+def test_core_mode_homes_hold_all_their_crossbars():
+    """In core mode a home holds its whole replica: three homes of 2 AGs x 1 crossbar need 6
+    crossbars, 1.5 cores of 4, where in crossbar mode (one AG each at home) one core holds
+    them."""
+    cm = _fake([10], [1], 3, 100, 4, 1)
+    cm.layers[0].choices[0].ags = 2
+    assert home_cut(cm, [0], [3]) is None
+    cm.computing_mode = "CM"
+    assert home_cut(cm, [0], [3]).cores == pytest.approx(1.5)
+    cm.cores = 2
+    assert home_cut(cm, [0], [3]) is None
+
+
 @pytest.mark.parametrize("engine", ["cpsat", "milp-highs"])
 def test_decomposition_learns_the_cut_and_proves_the_optimum(engine):
     """With 1000 bytes a core, the master's first option set has homes no two cores hold:
