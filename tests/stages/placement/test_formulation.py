@@ -78,6 +78,21 @@ def _layer_options(inst, li):
                     yield LayerCounts(ui, r, y, rho, ell)
 
 
+def least_per_option_set(inst, value) -> dict[tuple, float]:
+    """Per option set ((choice, replication) per layer) that some placement fits on the
+    crossbars, the least ``value(placement)`` over its placements."""
+    per_layer = [list(_layer_options(inst, li)) for li in range(len(inst.layers))]
+    least: dict[tuple, float] = {}
+    for combo in itertools.product(*per_layer):
+        used = sum(c.y * inst.layers[i].choices[c.choice].crossbars_per_ag
+                   for i, c in enumerate(combo))
+        if (used > inst.crossbars_per_core).any():
+            continue
+        key = tuple((c.choice, c.replication) for c in combo)
+        least[key] = min(least.get(key, math.inf), value(list(combo)))
+    return least
+
+
 def brute_force(inst, objective: str) -> float:
     """The smallest ``predict`` objective over every valid placement."""
     best = float("inf")
@@ -461,15 +476,7 @@ def test_floor_latency_is_below_every_placement(kwargs):
     placement of some option set reaches it (on the slow sync link, where transfers block
     the cores, none does: the home floor is a relaxation)."""
     inst = instance(2, 3, "ll", **kwargs)
-    per_layer = [list(_layer_options(inst, li)) for li in range(len(inst.layers))]
-    least: dict[tuple, float] = {}
-    for combo in itertools.product(*per_layer):
-        used = sum(c.y * inst.layers[i].choices[c.choice].crossbars_per_ag
-                   for i, c in enumerate(combo))
-        if (used > inst.crossbars_per_core).any():
-            continue
-        key = tuple((c.choice, c.replication) for c in combo)
-        least[key] = min(least.get(key, math.inf), predict(inst, list(combo)).latency_ns)
+    least = least_per_option_set(inst, lambda combo: predict(inst, combo).latency_ns)
     reached = 0
     for key, latency in least.items():
         floor = evaluate.floor_latency(inst, *zip(*key, strict=True))

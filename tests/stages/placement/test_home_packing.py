@@ -18,22 +18,7 @@ from pimsolve.stages.placement.decompose import solve_decomposed
 from pimsolve.stages.placement.evaluate import memory_per_core
 from pimsolve.stages.placement.formulation import TICKS_PER_NS
 from pimsolve.stages.placement.home_packing import home_cut
-from tests.stages.placement.test_formulation import _layer_options, brute_force, instance
-
-
-def _least_memory(inst):
-    """Per option set that fits the crossbars, the least local memory its busiest core needs
-    over every placement."""
-    per_layer = [list(_layer_options(inst, li)) for li in range(len(inst.layers))]
-    least: dict[tuple, int] = {}
-    for combo in itertools.product(*per_layer):
-        used = sum(c.y * inst.layers[i].choices[c.choice].crossbars_per_ag
-                   for i, c in enumerate(combo))
-        if (used > inst.crossbars_per_core).any():
-            continue
-        key = tuple((c.choice, c.replication) for c in combo)
-        least[key] = min(least.get(key, 1 << 60), int(memory_per_core(inst, list(combo)).max()))
-    return least
+from tests.stages.placement.test_formulation import brute_force, instance, least_per_option_set
 
 
 def test_the_cut_removes_only_sets_no_placement_has():
@@ -41,7 +26,7 @@ def test_the_cut_removes_only_sets_no_placement_has():
     cut comes from has no placement (brute force), every set that has one satisfies every
     cut, and the cuts remove most of the sets that have none."""
     free = dataclasses.replace(instance(2, 4, "ht"), local_memory_bytes=None)
-    least = _least_memory(free)
+    least = least_per_option_set(free, lambda combo: memory_per_core(free, combo).max())
     removed = unplaceable = 0
     for memory in (1000, 1150, 1400, 1650):
         inst = dataclasses.replace(free, local_memory_bytes=memory)
