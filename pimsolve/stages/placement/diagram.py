@@ -40,8 +40,8 @@ from pimsolve.stages.placement.formulation import option_memory
 from pimsolve.stages.placement.instance import PlacementInstance
 from pimsolve.stages.placement.search import Picks
 
-__all__ = ["floor_bound", "floor_options", "diagram_bound", "LeastFloor", "BUDGETS", "KEYS",
-           "PRIMAL_CELLS", "PRIMAL_COUNTED", "MIN_NODES", "MAX_CELLS"]
+__all__ = ["floor_bound", "floor_options", "diagram_bound", "meet_bound", "LeastFloor",
+           "BUDGETS", "KEYS", "PRIMAL_CELLS", "PRIMAL_COUNTED", "MIN_NODES", "MAX_CELLS"]
 
 BUDGETS = (500_000, 2_000_000, 8_000_000, 32_000_000)
 """Window times a layer's nodes (or their children in the next layer) may hold, tried in
@@ -66,6 +66,14 @@ core holds too (the bound always does). Not: sets of near-equal floors differ in
 the greedy placements pack them, and the count's favourites pack worse: resnet18-28/PUMA
 LL, 2M cells, the set ranked with the count (floor 657.4 us) places at 810.2, the set
 ranked without (floor 658.0 with the count) at 674.5."""
+MEET_CELLS = 8_000_000
+"""The budget at which ``diagram_bound``, after the forward diagram, also meets a forward
+and a backward diagram (``meet_bound``) in the time left, if it finishes."""
+MEET_NODE_CELLS = 2000
+MEET_SPEEDUP = 25
+"""``_meet`` charges a forward node this many cells and its sums 1 / MEET_SPEEDUP of a cell
+each (one add and max per window, where a diagram cell is a pipeline step): resnet18-28/Arch-C
+LL, 12,558 forward nodes, 1.15 s of wall; vgg8-28/PUMA, 241 M sums, 0.23 s."""
 MIN_NODES = 16
 """Nodes a layer keeps whatever the budget (resnet34 at 224x224: 12,544 windows a layer)."""
 MAX_CELLS = 50_000_000
@@ -192,14 +200,17 @@ def _restricted(instance: PlacementInstance, options: list[list[_Option]], cells
 
 def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
              upper: float, deadline: float | None, restricted: bool, clock: Clock,
-             by: str = "finish", share: float = 1.0) -> tuple[float, Picks | None] | None:
+             by: str = "finish", share: float = 1.0, stop: int | None = None,
+             ) -> tuple[float, Picks | None] | _Frontier | None:
     """The least finish (ns) over the last layer's nodes (at most ``nodes[l]`` kept after
     layer l), and (restricted) its option set; the option sets use at most ``share`` of
     the crossbars and of the local memory. Times are integer ticks of ``PERIOD_NS``
     (every period is a whole number of them, so the sums and maxima are exact), in int32
     where the longest pipeline fits: ``_merge``'s reductions, most of the time, take a third
     to a quarter of float64's, the whole diagram two thirds. None if ``clock`` passed
-    ``deadline`` (its time) first; every window time computed is charged to it."""
+    ``deadline`` (its time) first; every window time computed is charged to it. With
+    ``stop`` (relaxed only), the merged nodes after layer ``stop`` instead (``_Frontier``;
+    ``upper`` and None as before)."""
     layers = instance.layers
     room = np.array([instance.cores * instance.crossbars_per_core,
                      instance.cores * (instance.local_memory_bytes or 0)])
@@ -249,16 +260,210 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
                 done[li] = made[keep]
             continue
         # merged, then the nodes that finish no earlier than upper dropped
-        used, end, done = _merge(used, end, key, parent, inherited, made, li, nodes[li])
+        used, end, done = _merge(used, end, key, parent, inherited,
+                                {} if made is None else {li: made}, nodes[li])
         keep = np.flatnonzero(end < below)
         if not keep.size:
             return upper, None
         resources, finish = used[keep], end[keep]
         done = {p: a[keep] for p, a in done.items()}
+        if li == stop:
+            return _Frontier(resources, finish, done)
     best = int(np.argmin(finish))
     picks = tuple((options[li][oi].choice, options[li][oi].replication)
                   for li, oi in enumerate(picked[best])) if restricted else None
     return float(finish[best]) * PERIOD_NS, picks
+
+
+@dataclass(frozen=True)
+class _Frontier:
+    """Merged nodes at a cut: per node its crossbars and memory (the least of its
+    prefixes or suffixes), its latest finish (forward; 0 backward) and, per layer on the
+    cut's producer side, its window vectors: forward, the done times; backward, ``out``,
+    the longest path from each window to the end through the layers after the cut."""
+
+    resources: np.ndarray
+    finish: np.ndarray
+    vectors: dict[int, np.ndarray]
+
+
+def meet_bound(instance: PlacementInstance, cells: int, cut: int, *, upper: float = math.inf,
+               deadline: float | None = None, by: str = "middle",
+               clock: Clock | None = None) -> float | None:
+    """A lower bound (ns) on ``floor_latency`` over every option set that fits, from the
+    merged diagram forward to layer ``cut`` and a merged diagram backward from the last
+    layer to ``cut`` + 1, met at the cut: every path of the window pipeline crosses it
+    through an edge (p, l), p <= cut < l, so the latency is at least done_p(a) + out_p(a)
+    for every window a, out_p(a) the longest path from a's end through the layers after the
+    cut (the consumers' windows that read a, their replicas' later windows, and so on to
+    the end). A pair of nodes whose crossbars or memory do not fit together stands for no
+    option set; the least over the other pairs of the largest such sum (and the forward
+    finish) is below every option set's floor, and each side merges over half the layers
+    only. ``upper`` if no set's floor is below it; None if ``clock`` passed ``deadline``."""
+    return _meet_bound(instance, _layer_options(instance), cells, cut, upper, deadline,
+                       clock or Clock(), by)
+
+
+def _meet_cut(instance: PlacementInstance) -> int:
+    """Where ``diagram_bound`` meets the diagrams: after the last layer of the first
+    resolution (the most windows), whose many options and windows the forward diagram
+    merges hardest (vgg8-28: Conv_1; resnet18-28: layer1's last conv)."""
+    windows = [layer.windows for layer in instance.layers]
+    return max(i for i, w in enumerate(windows) if w == max(windows))
+
+
+def _meet_bound(instance: PlacementInstance, options: list[list[_Option]], cells: int,
+                cut: int, upper: float, deadline: float | None, clock: Clock,
+                by: str) -> float | None:
+    nodes = _nodes(instance, options, cells)
+    front = _diagram(instance, options, nodes, upper, deadline, restricted=False, clock=clock,
+                     by=by, stop=cut)
+    if not isinstance(front, _Frontier):
+        return None if front is None else front[0]
+    back = _backward(instance, options, cells, cut, deadline, clock, by)
+    met = None if back is None else _meet(instance, front, back, deadline, clock)
+    return None if met is None else min(upper, met)
+
+
+def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: int, cut: int,
+              deadline: float | None, clock: Clock, by: str) -> _Frontier | None:
+    """The backward diagram, layers last to ``cut`` + 1: a node holds, per producer whose
+    consumers it has taken, out_p(a) = the largest over consumer windows b reading a of
+    w(b) + L(b), L(b) = the largest over b' from b on in its replica of (b' - b) w + out(b')
+    (max-plus, monotone: merged nodes keep the least of everything). None if ``clock``
+    passed ``deadline``."""
+    layers = instance.layers
+    room = np.array([instance.cores * instance.crossbars_per_core,
+                     instance.cores * (instance.local_memory_bytes or 0)])
+    least = np.array([[min(o.crossbars for o in opts), min(o.memory for o in opts)]
+                      for opts in options])
+    before = np.cumsum([[0, 0], *least], axis=0)  # least of the layers before each
+    longest = sum(max(int(o.w.max()) * (int(o.k.max()) + 1) for o in opts) for opts in options)
+    dtype = np.int32 if longest < np.iinfo(np.int32).max else np.int64
+    into = {li: [(e, _readers(e, layers[li].windows, layers[e.producer].windows))
+                 for e in instance.edges if e.consumer == li] for li in range(len(layers))}
+    resources = np.zeros((1, 2), dtype=np.int64)
+    out: dict[int, np.ndarray] = {}
+    for c in range(len(layers) - 1, cut, -1):
+        windows = layers[c].windows
+        tail = out.pop(c, None)
+        touched = {e.producer for e, _ in into[c]}
+        reach = windows + sum(_read_cells(readers) for _, readers in into[c])
+        kids = []
+        for o in options[c]:
+            if deadline is not None and clock.now() > deadline:
+                return None
+            used = resources + (o.crossbars, o.memory)
+            fits = np.flatnonzero((used + before[c] <= room).all(axis=1))
+            clock.charge(fits.size * reach, "cell")
+            if not fits.size:
+                continue
+            after = (np.zeros((fits.size, windows), dtype=dtype) if tail is None
+                     else tail[fits])
+            value = o.w + _rest(after, o.k, o.w, o.replica)  # w(b) + L(b)
+            made: dict[int, np.ndarray] = {}
+            for e, readers in into[c]:
+                reached = _reached(readers, value, layers[e.producer].windows)
+                before_p = made.get(e.producer, out[e.producer][fits]
+                                    if e.producer in out else None)
+                made[e.producer] = (reached if before_p is None
+                                    else np.maximum(before_p, reached))
+            kids.append((used[fits], fits, made))
+        if not kids:
+            return _Frontier(np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=dtype), {})
+        used = np.concatenate([k[0] for k in kids])
+        parent = np.concatenate([k[1] for k in kids])
+        made = {p: np.concatenate([k[2][p] for k in kids]) for p in touched}
+        inherited = {p: a for p, a in out.items() if p not in touched}
+        key = _back_key(made, by, len(used))
+        width = max(1, sum(layers[p].windows for p in (*inherited, *made))
+                    * len(options[c - 1]))
+        nodes = max(MIN_NODES, min(cells, MAX_CELLS) // width)
+        resources, _, out = _merge(used, np.zeros(len(used), dtype=dtype), key, parent,
+                                   inherited, made, nodes)
+    return _Frontier(resources, np.zeros(len(resources), dtype=dtype), out)
+
+
+def _back_key(made: dict[int, np.ndarray], by: str, n: int) -> np.ndarray:
+    """What orders a backward layer's children of equal crossbars: the longest path from
+    the vectors the layer made ('finish') or the middle window's of the earliest of them
+    ('middle')."""
+    if not made:
+        return np.zeros(n, dtype=np.int64)
+    if by == "finish":
+        return np.max([a.max(axis=1) for a in made.values()], axis=0)
+    first = made[min(made)]
+    return first[:, first.shape[1] // 2]
+
+
+def _rest(after: np.ndarray, k: np.ndarray, w: np.ndarray, replica: np.ndarray) -> np.ndarray:
+    """L(b) = max over b' >= b in b's replica of (b' - b) w + after(b'), per row: the mirror
+    of ``evaluate.replica_done`` (a running max from the end, an offset per replica)."""
+    x = after + k * w
+    step = x.max() - x.min() + 1 if x.size else 1
+    shifted = (x - replica * step)[..., ::-1]
+    return np.maximum.accumulate(shifted, axis=-1)[..., ::-1] + replica * step - k * w
+
+
+def _readers(e, windows: int, made: int) -> tuple:
+    """Edge ``e``'s consumer windows grouped by the producer window they read, for
+    ``_reached``: a prefix edge's last window per consumer window and, per producer window,
+    the first consumer window whose prefix holds it; else the readers sorted by the window
+    they read, where each run starts, and that window."""
+    if e.reads is None:  # consumer window b reads the prefix up to last(b), which grows
+        last = e.prefix_last(windows, made)
+        return ("prefix", np.searchsorted(last, np.arange(made), side="left"), windows)
+    rows, cols = np.nonzero(e.reads >= 0)
+    reads = e.reads[rows, cols]
+    order = np.argsort(reads, kind="stable")
+    reads, rows = reads[order], rows[order]
+    firsts = np.flatnonzero(np.r_[True, reads[1:] != reads[:-1]])
+    return ("reads", rows, firsts, reads[firsts])
+
+
+def _read_cells(readers: tuple) -> int:
+    """What ``_reached`` goes through per node, in cells: a gathered window time is half of
+    one (vgg8-28/PUMA LL's backward diagram at 8 M cells, 36 reads a window on the pooled
+    edge: 2.4 s of wall; resnet18-28/ISAAC 3.4 s, /PUMA 4.8 s)."""
+    return int(readers[2]) if readers[0] == "prefix" else len(readers[1]) // 2
+
+
+def _reached(readers: tuple, value: np.ndarray, made: int) -> np.ndarray:
+    """Per producer window, the largest ``value`` (one row per node, one column per consumer
+    window) over the consumer windows that read it (0 where none does)."""
+    if readers[0] == "prefix":
+        _, first, windows = readers
+        suffix = np.maximum.accumulate(value[:, ::-1], axis=1)[:, ::-1]
+        return np.where(first < windows, suffix[:, np.minimum(first, windows - 1)], 0)
+    _, rows, firsts, targets = readers
+    out = np.zeros((len(value), made), dtype=value.dtype)
+    out[:, targets] = np.maximum.reduceat(value[:, rows], firsts, axis=1)
+    return out
+
+
+def _meet(instance: PlacementInstance, front: _Frontier, back: _Frontier,
+          deadline: float | None, clock: Clock) -> float | None:
+    """The least over the pairs of nodes that fit together of max(forward finish, max over
+    the cut's producers p and windows a of done_p(a) + out_p(a)), in ns (inf: no pair);
+    None if ``clock`` passed ``deadline``."""
+    room = np.array([instance.cores * instance.crossbars_per_core,
+                     instance.cores * (instance.local_memory_bytes or 0)])
+    crossing = [p for p in back.vectors if p in front.vectors]
+    width = sum(front.vectors[p].shape[1] for p in crossing)
+    best = math.inf
+    for i in range(len(front.finish)):
+        fits = np.flatnonzero(((front.resources[i] + back.resources) <= room).all(axis=1))
+        clock.charge(MEET_NODE_CELLS + fits.size * width / MEET_SPEEDUP, "cell")
+        if not fits.size:
+            continue
+        if deadline is not None and clock.now() > deadline:
+            return None
+        value = np.full(fits.size, int(front.finish[i]), dtype=np.int64)
+        for p in crossing:
+            np.maximum(value, (front.vectors[p][i].astype(np.int64)[None, :]
+                               + back.vectors[p][fits]).max(axis=1), out=value)
+        best = min(best, float(value.min()))
+    return best * PERIOD_NS
 
 
 def _layer_options(instance: PlacementInstance, counted: bool = True) -> list[list[_Option]]:
@@ -286,16 +491,15 @@ def _groups(used: np.ndarray, key: np.ndarray, nodes: int) -> tuple[np.ndarray, 
 
 
 def _merge(used: np.ndarray, finish: np.ndarray, key: np.ndarray, parent: np.ndarray,
-           inherited: dict[int, np.ndarray], made: np.ndarray | None, li: int, nodes: int,
+           inherited: dict[int, np.ndarray], made: dict[int, np.ndarray], nodes: int,
            ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
     """At most ``nodes`` nodes, each group of ``_groups`` keeping the least resources and
-    finish of its children, the least done times their parents pass on (``inherited``, one
+    finish of its children, the least vectors their parents pass on (``inherited``, one
     row per parent: taken once per group and parent) and the least of their own (``made``,
-    layer ``li``'s, if a later layer reads them)."""
+    one row per child)."""
     if len(finish) <= nodes:
         done = {p: a[parent] for p, a in inherited.items()}
-        if made is not None:
-            done[li] = made
+        done.update(made)
         return used, finish, done
     order, starts = _groups(used, key, nodes)
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
@@ -304,8 +508,7 @@ def _merge(used: np.ndarray, finish: np.ndarray, key: np.ndarray, parent: np.nda
     firsts = np.searchsorted(pairs // parents, np.arange(len(starts)))
     done = {p: np.minimum.reduceat(a[pairs % parents], firsts, axis=0)
             for p, a in inherited.items()}
-    if made is not None:
-        done[li] = np.minimum.reduceat(made[order], starts, axis=0)
+    done.update({p: np.minimum.reduceat(a[order], starts, axis=0) for p, a in made.items()})
     return (np.minimum.reduceat(used[order], starts, axis=0),
             np.minimum.reduceat(finish[order], starts), done)
 
@@ -363,11 +566,18 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
                 break
             if found is not None and found[0] < picks_ns:
                 picks_ns, picks = found
+        forward = clock.now()
         bound = _diagram(instance, options, nodes, min(upper, picks_ns), deadline,
                          restricted=False, clock=clock, by=KEYS[runs % len(KEYS)])
         if bound is None:
             break
         best, largest, runs = max(best, bound[0]), cells, runs + 1
+        spent = clock.now() - forward
+        if (cells == MEET_CELLS and best < min(upper, picks_ns)
+                and deadline - clock.now() >= 2 * spent):  # it takes two to four times that
+            met = _meet_bound(instance, options, cells, _meet_cut(instance),
+                              min(upper, picks_ns), deadline, clock, "middle")
+            best = best if met is None else max(best, met)
         now = clock.now()
         if best >= min(upper, picks_ns) or 2 * (now - t) > deadline - now:
             break

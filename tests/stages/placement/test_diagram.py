@@ -24,7 +24,13 @@ from pimsolve.solve.clock import Clock
 from pimsolve.solve.options import SolveOptions
 from pimsolve.stages.placement import decompose, diagram
 from pimsolve.stages.placement.baselines import BASELINES, check_counts
-from pimsolve.stages.placement.diagram import KEYS, diagram_bound, floor_bound, floor_options
+from pimsolve.stages.placement.diagram import (
+    KEYS,
+    diagram_bound,
+    floor_bound,
+    floor_options,
+    meet_bound,
+)
 from pimsolve.stages.placement.evaluate import floor_latency, predict
 from pimsolve.stages.placement.formulation import objective_scale
 from pimsolve.stages.placement.instance import build_instance
@@ -154,6 +160,63 @@ def test_merged_diagram_stays_below_the_least_floor(name, cells, upper, by):
     assert value >= least - 1e-6
     assert _floor(inst, picks) == pytest.approx(value, abs=1e-6)
     assert _fits(inst, picks)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_unmerged_met_diagrams_are_the_least_floor(name):
+    """Met at any cut, the unmerged forward and backward diagrams give the least floor: the
+    pipeline's longest path crosses every cut, done before it and ``out`` after it."""
+    inst = case(name)
+    least = least_floor(name)
+    for cut in range(len(inst.layers) - 1):
+        assert meet_bound(inst, 10**12, cut) == pytest.approx(least, abs=1e-6), cut
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(CASES), cells=st.integers(1, 5000), cut=st.integers(0, 6),
+       upper=st.sampled_from([math.inf, 0.9, 1.0, 1.1]), by=st.sampled_from(KEYS))
+def test_met_diagrams_stay_below_the_least_floor(name, cells, cut, upper, by):
+    """Merged on both sides down to one node a layer, at any cut, with any grouping: the
+    met bound stays below the least floor, and below ``upper`` when it is given."""
+    inst = case(name)
+    least = least_floor(name)
+    cap = upper * least if upper != math.inf else math.inf
+    with mock.patch.object(diagram, "MIN_NODES", 1):
+        bound = meet_bound(inst, cells, min(cut, len(inst.layers) - 2), upper=cap, by=by)
+    assert bound <= least + 1e-6 and bound <= cap
+
+
+def test_meeting_merges_less_than_the_forward_diagram():
+    """vgg8 chain, one node a layer: the forward diagram merges all eight layers (899.8 us);
+    met after the first layer, the backward one merges seven and the forward none: 972.6 us,
+    of a least floor of 1071.8 us."""
+    inst = case("vgg8")
+    with mock.patch.object(diagram, "MIN_NODES", 1):
+        forward = floor_bound(inst, 1, by="middle")
+        met = meet_bound(inst, 1, 0)
+    assert forward == pytest.approx(899_791.08, abs=0.01)
+    assert met == pytest.approx(972_600, abs=100)
+    assert met <= least_floor("vgg8")
+
+
+def test_diagram_bound_meets_at_its_budget():
+    """``diagram_bound`` meets the diagrams after the forward one at ``MEET_CELLS`` (here
+    its only budget, one node a layer) and keeps the better bound: 899.8 us forward, met
+    after Conv_1 (the last layer of the most windows) 925.4 us."""
+    inst = case("vgg8")
+    calls = []
+    original = diagram._meet_bound
+
+    def spy(*args):
+        calls.append(args[2:4])
+        return original(*args)
+
+    with (mock.patch.object(diagram, "BUDGETS", (1,)), mock.patch.object(diagram, "MIN_NODES", 1),
+          mock.patch.object(diagram, "MEET_CELLS", 1),
+          mock.patch.object(diagram, "_meet_bound", spy)):
+        found = diagram_bound(inst, 60.0)
+    assert calls == [(1, 1)]
+    assert found.bound_ns == pytest.approx(925_391.08, abs=0.01)
 
 
 @pytest.mark.parametrize("share", [0.9, 0.7])
