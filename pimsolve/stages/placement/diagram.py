@@ -17,7 +17,10 @@ every value, and merged nodes that finish no earlier than ``upper`` are dropped.
 is done no earlier when its producers' windows are done later or its period is longer (the
 pipeline is monotone), so a merged node is below every prefix it stands for and the least
 finish at the end is below every option set's floor. With no merging (a budget above every
-layer's children) it is the exact least floor. Written up in ``formulations/placement.md``.
+layer's children) it is the exact least floor. ``meet_bound`` merges over fewer layers: a
+forward diagram to a cut and a backward one from the last layer (each window's longest path
+to the end), met over the pairs of nodes that fit together. Written up in
+``formulations/placement.md``.
 """
 
 from __future__ import annotations
