@@ -16,7 +16,7 @@ pattern's value, are dual feasible whenever the column generation stops); the ty
 not use are lifted one by one, so the cut also holds the master away from the sets that
 trade a layer's unfolding. Where the LP needs more than K cores, no placement of z* exists
 and the cut removes z* and every set it covers. googlenet/Arch-C HT: the master's sets
-(340.8 us) need 66.4 cores' worth of patterns; one lifted cut takes the master to 372.8 us.
+(340.8 us) need 66.3 cores' worth of patterns; one lifted cut takes the master to 372.8 us.
 Written up in ``formulations/placement.md``.
 """
 
