@@ -215,19 +215,14 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     ``stop`` (relaxed only), the merged nodes after layer ``stop`` instead (``_Frontier``;
     ``upper`` and None as before)."""
     layers = instance.layers
-    room = np.array([instance.cores * instance.crossbars_per_core,
-                     instance.cores * (instance.local_memory_bytes or 0)])
-    room = (room * share).astype(np.int64)
+    room = _room(instance, share)
     if not all(options):
         return upper, None
-    least = np.array([[min(o.crossbars for o in opts), min(o.memory for o in opts)]
-                      for opts in options])
-    after = np.cumsum([[0, 0], *least[::-1]], axis=0)[::-1][1:]  # least of the layers after
+    after = np.cumsum([[0, 0], *_least(options)[::-1]], axis=0)[::-1][1:]  # of the layers after
     last_read: dict[int, int] = {}  # the last layer that reads each producer
     for e in instance.edges:
         last_read[e.producer] = max(last_read.get(e.producer, -1), e.consumer)
-    longest = sum(max(int(o.w.max()) * (int(o.k.max()) + 1) for o in opts) for opts in options)
-    dtype = np.int32 if longest < np.iinfo(np.int32).max else np.int64
+    dtype = _tick_dtype(options)
     below = upper / PERIOD_NS  # upper in ticks
     # per node: crossbars and memory used (the least of its prefixes), the latest finish
     resources, finish = np.zeros((1, 2), dtype=np.int64), np.zeros(1, dtype=dtype)
@@ -336,13 +331,9 @@ def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: 
     (max-plus, monotone: merged nodes keep the least of everything). None if ``clock``
     passed ``deadline``."""
     layers = instance.layers
-    room = np.array([instance.cores * instance.crossbars_per_core,
-                     instance.cores * (instance.local_memory_bytes or 0)])
-    least = np.array([[min(o.crossbars for o in opts), min(o.memory for o in opts)]
-                      for opts in options])
-    before = np.cumsum([[0, 0], *least], axis=0)  # least of the layers before each
-    longest = sum(max(int(o.w.max()) * (int(o.k.max()) + 1) for o in opts) for opts in options)
-    dtype = np.int32 if longest < np.iinfo(np.int32).max else np.int64
+    room = _room(instance)
+    before = np.cumsum([[0, 0], *_least(options)], axis=0)  # least of the layers before each
+    dtype = _tick_dtype(options)
     into = {li: [(e, _readers(e, layers[li].windows, layers[e.producer].windows))
                  for e in instance.edges if e.consumer == li] for li in range(len(layers))}
     resources = np.zeros((1, 2), dtype=np.int64)
@@ -449,8 +440,7 @@ def _meet(instance: PlacementInstance, front: _Frontier, back: _Frontier,
     """The least over the pairs of nodes that fit together of max(forward finish, max over
     the cut's producers p and windows a of done_p(a) + out_p(a)), in ns (inf: no pair);
     None if ``clock`` passed ``deadline``."""
-    room = np.array([instance.cores * instance.crossbars_per_core,
-                     instance.cores * (instance.local_memory_bytes or 0)])
+    room = _room(instance)
     crossing = [p for p in back.vectors if p in front.vectors]
     width = sum(front.vectors[p].shape[1] for p in crossing)
     best = math.inf
@@ -467,6 +457,27 @@ def _meet(instance: PlacementInstance, front: _Frontier, back: _Frontier,
                                + back.vectors[p][fits]).max(axis=1), out=value)
         best = min(best, float(value.min()))
     return best * PERIOD_NS
+
+
+def _room(instance: PlacementInstance, share: float = 1.0) -> np.ndarray:
+    """The crossbars and local memory of all the cores (0 bytes without a memory limit),
+    held to ``share``."""
+    room = np.array([instance.cores * instance.crossbars_per_core,
+                     instance.cores * (instance.local_memory_bytes or 0)])
+    return (room * share).astype(np.int64)
+
+
+def _least(options: list[list[_Option]]) -> np.ndarray:
+    """Per layer, the least crossbars and memory any of its options takes."""
+    return np.array([[min(o.crossbars for o in opts), min(o.memory for o in opts)]
+                     for opts in options])
+
+
+def _tick_dtype(options: list[list[_Option]]) -> type:
+    """int32 where the longest pipeline (every layer's slowest replica in turn, in ticks)
+    fits it, else int64."""
+    longest = sum(max(int(o.w.max()) * (int(o.k.max()) + 1) for o in opts) for opts in options)
+    return np.int32 if longest < np.iinfo(np.int32).max else np.int64
 
 
 def _layer_options(instance: PlacementInstance, counted: bool = True) -> list[list[_Option]]:
@@ -547,9 +558,11 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     no more nodes than the one before): the restricted diagram (up to ``PRIMAL_CELLS``, or
     until it has found one: an option set with a low floor, which lowers ``upper``), then
     ``floor_bound`` below the better of ``upper`` (ns) and that set's floor, grouping by the
-    ``KEYS`` in turn; the best bound of those that finished. A budget is not tried when the
-    one before it took more than half the time left (each takes two to four times the one
-    before). ``seconds`` of ``clock`` (a new wall clock if None)."""
+    ``KEYS`` in turn, and at ``MEET_CELLS``, where the time left is at least twice what
+    that took, ``meet_bound`` at ``_meet_cut`` if it finishes; the best bound of those that
+    finished. A budget is not tried when the one before it took more than half the time
+    left (each takes two to four times the one before). ``seconds`` of ``clock`` (a new
+    wall clock if None)."""
     clock = clock or Clock()
     deadline = clock.now() + seconds
     options = _layer_options(instance)

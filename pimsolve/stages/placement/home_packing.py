@@ -81,8 +81,8 @@ def _add(table: np.ndarray, size: int, bars: int, most: int, value: float,
         q = min(k, left)
         left, k = left - q, 2 * k
         s, b = size * q, bars * q
-        if s >= rows or b >= cols:
-            break
+        if s >= rows or b >= cols:  # too many for a core; the last, smaller chunk may fit
+            continue
         grown = table.copy()
         candidate = table[:rows - s, :cols - b] + value * q
         better = candidate > table[s:, b:] + 1e-12
