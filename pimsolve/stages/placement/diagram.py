@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from pimsolve.solve.clock import Clock
+from pimsolve.solve.clock import WORK_S, Clock
 from pimsolve.stages.placement.evaluate import (
     PERIOD_NS,
     floor_latency,
@@ -77,6 +78,10 @@ MEET_SPEEDUP = 25
 """``_meet`` charges a forward node this many cells and its sums 1 / MEET_SPEEDUP of a cell
 each (one add and max per window, where a diagram cell is a pipeline step): resnet18-28/Arch-C
 LL, 12,558 forward nodes, 1.15 s of wall; vgg8-28/PUMA, 241 M sums, 0.23 s."""
+BACKWARD_FITS = 0.5
+"""Of the backward diagram's children, the share that fits the crossbars (what it charges
+over ``_backward_cells``, at 8 M cells: 0.51 to 0.66 on vgg8-28/PUMA and the resnet18-28
+rows): ``diagram_bound`` runs it where the time left holds that."""
 MIN_NODES = 16
 """Nodes a layer keeps whatever the budget (resnet34 at 224x224: 12,544 windows a layer)."""
 MAX_CELLS = 50_000_000
@@ -204,7 +209,7 @@ def _restricted(instance: PlacementInstance, options: list[list[_Option]], cells
 def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
              upper: float, deadline: float | None, restricted: bool, clock: Clock,
              by: str = "finish", share: float = 1.0, stop: int | None = None,
-             ) -> tuple[float, Picks | None] | _Frontier | None:
+             cut: int | None = None) -> _Found | _Frontier | None:
     """The least finish (ns) over the last layer's nodes (at most ``nodes[l]`` kept after
     layer l), and (restricted) its option set; the option sets use at most ``share`` of
     the crossbars and of the local memory. Times are integer ticks of ``PERIOD_NS``
@@ -213,17 +218,19 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     to a quarter of float64's, the whole diagram two thirds. None if ``clock`` passed
     ``deadline`` (its time) first; every window time computed is charged to it. With
     ``stop`` (relaxed only), the merged nodes after layer ``stop`` instead (``_Frontier``;
-    ``upper`` and None as before)."""
+    ``upper`` and None as before); with ``cut`` (relaxed only), those after layer ``cut``
+    besides (``_Found.front``, for ``_meet``)."""
     layers = instance.layers
     room = _room(instance, share)
     if not all(options):
-        return upper, None
+        return _Found(upper, None)
     after = np.cumsum([[0, 0], *_least(options)[::-1]], axis=0)[::-1][1:]  # of the layers after
     last_read: dict[int, int] = {}  # the last layer that reads each producer
     for e in instance.edges:
         last_read[e.producer] = max(last_read.get(e.producer, -1), e.consumer)
     dtype = _tick_dtype(options)
     below = upper / PERIOD_NS  # upper in ticks
+    front = None
     # per node: crossbars and memory used (the least of its prefixes), the latest finish
     resources, finish = np.zeros((1, 2), dtype=np.int64), np.zeros(1, dtype=dtype)
     picked = np.zeros((1, 0), dtype=np.int64)  # restricted: each node's option per layer
@@ -243,7 +250,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
                 key = end if by == "finish" else times[:, layer.windows // 2]
                 kids.append((used[fits], end, fits, times, np.full(fits.size, oi), key))
         if not kids:
-            return upper, None
+            return _Found(upper, None)
         used, end, parent, option, key = (np.concatenate([k[i] for k in kids])
                                           for i in (0, 1, 2, 4, 5))
         made = np.concatenate([k[3] for k in kids]) if last_read.get(li, -1) > li else None
@@ -262,15 +269,26 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
                                 {} if made is None else {li: made}, nodes[li])
         keep = np.flatnonzero(end < below)
         if not keep.size:
-            return upper, None
+            return _Found(upper, None)
         resources, finish = used[keep], end[keep]
         done = {p: a[keep] for p, a in done.items()}
-        if li == stop:
-            return _Frontier(resources, finish, done)
+        if li in (stop, cut):
+            front = _Frontier(resources, finish, done)
+            if li == stop:
+                return front
     best = int(np.argmin(finish))
     picks = tuple((options[li][oi].choice, options[li][oi].replication)
                   for li, oi in enumerate(picked[best])) if restricted else None
-    return float(finish[best]) * PERIOD_NS, picks
+    return _Found(float(finish[best]) * PERIOD_NS, picks, front)
+
+
+class _Found(NamedTuple):
+    """What ``_diagram`` found: the least finish (ns), the restricted diagram's option set,
+    and the merged nodes after its ``cut``."""
+
+    ns: float
+    picks: Picks | None
+    front: _Frontier | None = None
 
 
 @dataclass(frozen=True)
@@ -334,15 +352,15 @@ def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: 
     room = _room(instance)
     before = np.cumsum([[0, 0], *_least(options)], axis=0)  # least of the layers before each
     dtype = _tick_dtype(options)
-    into = {li: [(e, _readers(e, layers[li].windows, layers[e.producer].windows))
-                 for e in instance.edges if e.consumer == li] for li in range(len(layers))}
+    into = _into(instance)
     resources = np.zeros((1, 2), dtype=np.int64)
     out: dict[int, np.ndarray] = {}
     for c in range(len(layers) - 1, cut, -1):
         windows = layers[c].windows
         tail = out.pop(c, None)
         touched = {e.producer for e, _ in into[c]}
-        reach = windows + sum(_read_cells(readers) for _, readers in into[c])
+        reach = windows + sum(_read_cells(readers) for readers in
+                              {id(readers): readers for _, readers in into[c]}.values())
         kids = []
         for o in options[c]:
             if deadline is not None and clock.now() > deadline:
@@ -356,8 +374,12 @@ def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: 
                      else tail[fits])
             value = o.w + _rest(after, o.k, o.w, o.replica)  # w(b) + L(b)
             made: dict[int, np.ndarray] = {}
+            gathered: dict[int, np.ndarray] = {}  # edges that share their readers share it
             for e, readers in into[c]:
-                reached = _reached(readers, value, layers[e.producer].windows)
+                if id(readers) not in gathered:
+                    gathered[id(readers)] = _reached(readers, value,
+                                                     layers[e.producer].windows)
+                reached = gathered[id(readers)]
                 before_p = made.get(e.producer, out[e.producer][fits]
                                     if e.producer in out else None)
                 made[e.producer] = (reached if before_p is None
@@ -376,6 +398,25 @@ def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: 
         resources, _, out = _merge(used, np.zeros(len(used), dtype=dtype), key, parent,
                                    inherited, made, nodes)
     return _Frontier(resources, np.zeros(len(resources), dtype=dtype), out)
+
+
+def _backward_cells(instance: PlacementInstance, options: list[list[_Option]], cells: int,
+                    cut: int) -> int:
+    """What ``_backward`` charges at most: every child fitting, each layer's nodes as many
+    as ``cells`` allow (the vectors held followed without their values)."""
+    layers = instance.layers
+    into = _into(instance)
+    held: set[int] = set()
+    nodes, total = 1, 0
+    for c in range(len(layers) - 1, cut, -1):
+        reach = layers[c].windows + sum(_read_cells(readers) for readers in
+                                        {id(r): r for _, r in into[c]}.values())
+        kids = nodes * len(options[c])
+        total += kids * reach
+        held = (held - {c}) | {e.producer for e, _ in into[c]}
+        width = max(1, sum(layers[p].windows for p in held) * len(options[c - 1]))
+        nodes = min(kids, max(MIN_NODES, min(cells, MAX_CELLS) // width))
+    return total
 
 
 def _back_key(made: dict[int, np.ndarray], by: str, n: int) -> np.ndarray:
@@ -413,6 +454,26 @@ def _readers(e, windows: int, made: int) -> tuple:
     reads, rows = reads[order], rows[order]
     firsts = np.flatnonzero(np.r_[True, reads[1:] != reads[:-1]])
     return ("reads", rows, firsts, reads[firsts])
+
+
+def _into(instance: PlacementInstance) -> dict[int, list[tuple]]:
+    """Per layer, its (edge, ``_readers``) pairs as it consumes them, equal readers shared."""
+    layers = instance.layers
+    return {li: _shared([(e, _readers(e, layers[li].windows, layers[e.producer].windows))
+                         for e in instance.edges if e.consumer == li])
+            for li in range(len(layers))}
+
+
+def _shared(edges: list[tuple]) -> list[tuple]:
+    """One consumer's (edge, readers) pairs, those with equal readers holding one object: a
+    residual block's convs read the producers of its Add with one pattern (resnet18-28: up to
+    three edges), so ``_backward`` gathers once for them all."""
+    out: list[tuple] = []
+    for e, readers in edges:
+        same = next((r for _, r in out if len(r) == len(readers) and all(
+            np.array_equal(a, b) for a, b in zip(r, readers, strict=True))), readers)
+        out.append((e, same))
+    return out
 
 
 def _read_cells(readers: tuple) -> int:
@@ -558,18 +619,22 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     no more nodes than the one before): the restricted diagram (up to ``PRIMAL_CELLS``, or
     until it has found one: an option set with a low floor, which lowers ``upper``), then
     ``floor_bound`` below the better of ``upper`` (ns) and that set's floor, grouping by the
-    ``KEYS`` in turn, and at ``MEET_CELLS``, where the time left is at least twice what
-    that took, ``meet_bound`` at ``_meet_cut`` if it finishes; the best bound of those that
-    finished. A budget is not tried when the one before it took more than half the time
-    left (each takes two to four times the one before). ``seconds`` of ``clock`` (a new
-    wall clock if None)."""
+    ``KEYS`` in turn; the best bound of those that finished. A budget is not tried when the
+    one before it took more than half the time left (each takes two to four times the one
+    before). At ``MEET_CELLS``, or at the last budget tried if that is smaller, the
+    backward diagram at ``MEET_CELLS`` (once, where the time left holds what it charges,
+    ``_backward_cells``) and from then on each forward diagram's nodes after ``_meet_cut``
+    are met with it (``meet_bound``). ``seconds`` of ``clock`` (a new wall clock if
+    None)."""
     clock = clock or Clock()
     deadline = clock.now() + seconds
     options = _layer_options(instance)
     primal = options if PRIMAL_COUNTED else _layer_options(instance, counted=False)
+    cut = _meet_cut(instance)
     best, largest, runs = 0.0, 0, 0
     picks, picks_ns = None, math.inf
     before: list[int] = []
+    back: _Frontier | None = None
     for cells in BUDGETS:
         nodes = _nodes(instance, options, cells)
         if nodes == before:
@@ -582,19 +647,24 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
                 break
             if found is not None and found[0] < picks_ns:
                 picks_ns, picks = found
-        forward = clock.now()
-        bound = _diagram(instance, options, nodes, min(upper, picks_ns), deadline,
-                         restricted=False, clock=clock, by=KEYS[runs % len(KEYS)])
+        target = min(upper, picks_ns)
+        bound = _diagram(instance, options, nodes, target, deadline, restricted=False,
+                         clock=clock, by=KEYS[runs % len(KEYS)], cut=cut)
         if bound is None:
             break
-        best, largest, runs = max(best, bound[0]), cells, runs + 1
-        spent = clock.now() - forward
-        if (cells == MEET_CELLS and best < min(upper, picks_ns)
-                and deadline - clock.now() >= 2 * spent):  # it takes two to four times that
-            met = _meet_bound(instance, options, cells, _meet_cut(instance),
-                              min(upper, picks_ns), deadline, clock, "middle")
-            best = best if met is None else max(best, met)
+        best, largest, runs = max(best, bound.ns), cells, runs + 1
         now = clock.now()
-        if best >= min(upper, picks_ns) or 2 * (now - t) > deadline - now:
+        last = (best >= target or 2 * (now - t) > deadline - now
+                or cells == BUDGETS[-1])
+        if (back is None and (last or cells >= MEET_CELLS) and best < target
+                and bound.front is not None and deadline - now
+                >= BACKWARD_FITS * _backward_cells(instance, options, MEET_CELLS, cut)
+                * WORK_S["cell"]):
+            back = _backward(instance, options, MEET_CELLS, cut, deadline, clock, "middle")
+        if back is not None and bound.front is not None and best < target:
+            met = _meet(instance, bound.front, back, deadline, clock)
+            best = best if met is None else max(best, min(target, met))
+        now = clock.now()
+        if best >= target or 2 * (now - t) > deadline - now:
             break
     return LeastFloor(best, largest, picks, picks_ns)

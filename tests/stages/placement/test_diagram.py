@@ -20,7 +20,7 @@ from pimsolve.api import inspect_model
 from pimsolve.errors import InfeasibleError
 from pimsolve.frontend.load import load_onnx
 from pimsolve.lowering import lower
-from pimsolve.solve.clock import Clock
+from pimsolve.solve.clock import WORK_S, Clock
 from pimsolve.solve.options import SolveOptions
 from pimsolve.stages.placement import decompose, diagram
 from pimsolve.stages.placement.baselines import BASELINES, check_counts
@@ -199,24 +199,107 @@ def test_meeting_merges_less_than_the_forward_diagram():
     assert met <= least_floor("vgg8")
 
 
-def test_diagram_bound_meets_at_its_budget():
-    """``diagram_bound`` meets the diagrams after the forward one at ``MEET_CELLS`` (here
-    its only budget, one node a layer) and keeps the better bound: 899.8 us forward, met
-    after Conv_1 (the last layer of the most windows) 925.4 us."""
+def _meetings(budgets, meet_cells, fits=diagram.BACKWARD_FITS):
+    """``diagram_bound`` on the vgg8 chain at one node a layer: its bound and the (cells,
+    cut) of each backward diagram it ran."""
     inst = case("vgg8")
     calls = []
-    original = diagram._meet_bound
+    original = diagram._backward
 
-    def spy(*args):
-        calls.append(args[2:4])
-        return original(*args)
+    def spy(instance, options, cells, cut, *rest):
+        calls.append((cells, cut))
+        return original(instance, options, cells, cut, *rest)
 
-    with (mock.patch.object(diagram, "BUDGETS", (1,)), mock.patch.object(diagram, "MIN_NODES", 1),
-          mock.patch.object(diagram, "MEET_CELLS", 1),
-          mock.patch.object(diagram, "_meet_bound", spy)):
+    with (mock.patch.object(diagram, "BUDGETS", budgets),
+          mock.patch.object(diagram, "MIN_NODES", 1),
+          mock.patch.object(diagram, "MEET_CELLS", meet_cells),
+          mock.patch.object(diagram, "_backward", spy),
+          mock.patch.object(diagram, "BACKWARD_FITS", fits)):
         found = diagram_bound(inst, 60.0)
+    return found.bound_ns, calls
+
+
+def test_diagram_bound_meets_at_its_budget():
+    """``diagram_bound`` meets the diagrams after the forward one at ``MEET_CELLS`` (here
+    its only budget) and keeps the better bound: 899.8 us forward, met after Conv_1 (the
+    last layer of the most windows) 925.4 us."""
+    bound, calls = _meetings((1,), 1)
     assert calls == [(1, 1)]
-    assert found.bound_ns == pytest.approx(925_391.08, abs=0.01)
+    assert bound == pytest.approx(925_391.08, abs=0.01)
+
+
+def test_diagram_bound_meets_at_its_last_budget():
+    """Where its budgets end below ``MEET_CELLS`` it meets after the last one, the
+    backward diagram at ``MEET_CELLS`` (here one node a layer as well)."""
+    bound, calls = _meetings((1,), 2)
+    assert calls == [(2, 1)]
+    assert bound == pytest.approx(925_391.08, abs=0.01)
+
+
+def test_diagram_bound_meets_once_and_each_forward_diagram_after():
+    """One backward diagram, met with the forward diagram of its budget and every later
+    one: budgets 1 and 2 cells (one node a layer both), the meeting at the first."""
+    bound, calls = _meetings((1, 2), 1)
+    assert calls == [(1, 1)]
+    assert bound == pytest.approx(925_391.08, abs=0.01)
+
+
+def test_diagram_bound_does_not_meet_without_the_time():
+    """Where the time left does not hold what the backward diagram would charge, the
+    forward bound alone (899.8 us)."""
+    bound, calls = _meetings((1,), 1, fits=1e9)
+    assert calls == []
+    assert bound == pytest.approx(899_791.08, abs=0.01)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_backward_cells_bounds_what_the_backward_diagram_charges(name):
+    """``_backward_cells`` is at least what ``_backward`` charges, at any cut and budget,
+    and equal where every child fits (the unmerged skip block on 12 cores)."""
+    inst = case(name)
+    options = diagram._layer_options(inst)
+    for cut, cells in itertools.product(range(len(inst.layers) - 1), (1, 10**3, 10**12)):
+        clock = Clock.named("work", None)
+        assert diagram._backward(inst, options, cells, cut, None, clock, "middle") is not None
+        charged = clock.now() / WORK_S["cell"]
+        estimate = diagram._backward_cells(inst, options, cells, cut)
+        assert charged <= estimate * (1 + 1e-9), (cut, cells)
+        if name == "skip" and cells == 10**12:
+            assert charged == pytest.approx(estimate)
+
+
+def test_edges_of_one_pattern_share_their_readers():
+    """conv3 reads conv1 and conv2 (through their Add) with one pattern: one readers object
+    for both, so the backward diagram gathers once, with the same out vectors as when
+    each edge gathers its own."""
+    inst = case("skip")
+    into = diagram._into(inst)
+    (_, first), (_, second) = into[2]
+    assert first is second
+    options = diagram._layer_options(inst)
+    shared = diagram._backward(inst, options, 10**12, 0, None, Clock(), "middle")
+    with mock.patch.object(diagram, "_shared", lambda edges: edges):
+        alone = diagram._backward(inst, options, 10**12, 0, None, Clock(), "middle")
+    assert shared.vectors.keys() == alone.vectors.keys()
+    for p, vectors in shared.vectors.items():
+        assert (vectors == alone.vectors[p]).all()
+
+
+def test_the_frontier_at_a_cut_is_the_one_the_diagram_stops_at():
+    """The merged nodes ``_diagram`` keeps after its ``cut`` on the way to the end are
+    those it returns when it stops there."""
+    inst = case("vgg8")
+    options = diagram._layer_options(inst)
+    nodes = diagram._nodes(inst, options, 5000)
+    for cut in range(len(inst.layers) - 1):
+        found = diagram._diagram(inst, options, nodes, math.inf, None, restricted=False,
+                                 clock=Clock(), by="middle", cut=cut)
+        stopped = diagram._diagram(inst, options, nodes, math.inf, None, restricted=False,
+                                   clock=Clock(), by="middle", stop=cut)
+        assert (found.front.resources == stopped.resources).all()
+        assert (found.front.finish == stopped.finish).all()
+        for p, vectors in stopped.vectors.items():
+            assert (found.front.vectors[p] == vectors).all()
 
 
 @pytest.mark.parametrize("share", [0.9, 0.7])
