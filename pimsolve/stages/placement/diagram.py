@@ -26,6 +26,7 @@ to the end), met over the pairs of nodes that fit together. Written up in
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -78,10 +79,11 @@ MEET_SPEEDUP = 25
 """``_meet`` charges a forward node this many cells and its sums 1 / MEET_SPEEDUP of a cell
 each (one add and max per window, where a diagram cell is a pipeline step): resnet18-28/Arch-C
 LL, 12,558 forward nodes, 1.15 s of wall; vgg8-28/PUMA, 241 M sums, 0.23 s."""
-BACKWARD_FITS = 0.5
-"""Of the backward diagram's children, the share that fits the crossbars (what it charges
-over ``_backward_cells``, at 8 M cells: 0.51 to 0.66 on vgg8-28/PUMA and the resnet18-28
-rows): ``diagram_bound`` runs it where the time left holds that."""
+BACKWARD_FITS = 0.7
+"""Of the backward diagram's children, the share that fits the crossbars, at most (what it
+charges over ``_backward_cells``: 0.51 to 0.68 on vgg8-28/PUMA and the resnet18-28 rows, at
+4 and 8 M cells, to the first layer or ``_meet_cut``): ``diagram_bound`` runs it where the
+time left holds that."""
 MIN_NODES = 16
 """Nodes a layer keeps whatever the budget (resnet34 at 224x224: 12,544 windows a layer)."""
 MAX_CELLS = 50_000_000
@@ -343,11 +345,22 @@ def _meet_bound(instance: PlacementInstance, options: list[list[_Option]], cells
 
 def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: int, cut: int,
               deadline: float | None, clock: Clock, by: str) -> _Frontier | None:
-    """The backward diagram, layers last to ``cut`` + 1: a node holds, per producer whose
-    consumers it has taken, out_p(a) = the largest over consumer windows b reading a of
-    w(b) + L(b), L(b) = the largest over b' from b on in its replica of (b' - b) w + out(b')
-    (max-plus, monotone: merged nodes keep the least of everything). None if ``clock``
-    passed ``deadline``."""
+    """The backward diagram to ``cut`` (``_backwards``); None if ``clock`` passed
+    ``deadline``."""
+    found = [back for _, back in _backwards(instance, options, cells, (cut,), deadline,
+                                            clock, by)]
+    return found[-1] if found else None
+
+
+def _backwards(instance: PlacementInstance, options: list[list[_Option]], cells: int,
+               cuts: tuple[int, ...], deadline: float | None, clock: Clock, by: str,
+               ) -> Iterator[tuple[int, _Frontier]]:
+    """The backward diagram, layers last to min(``cuts``) + 1, and its nodes as it passes
+    each of the ``cuts`` (after layer cut + 1), latest first: a node holds, per producer
+    whose consumers it has taken, out_p(a) = the largest over consumer windows b reading a
+    of w(b) + L(b), L(b) = the largest over b' from b on in its replica of (b' - b) w +
+    out(b') (max-plus, monotone: merged nodes keep the least of everything). Stops where
+    ``clock`` passes ``deadline``."""
     layers = instance.layers
     room = _room(instance)
     before = np.cumsum([[0, 0], *_least(options)], axis=0)  # least of the layers before each
@@ -355,7 +368,9 @@ def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: 
     into = _into(instance)
     resources = np.zeros((1, 2), dtype=np.int64)
     out: dict[int, np.ndarray] = {}
-    for c in range(len(layers) - 1, cut, -1):
+    if len(layers) - 1 in cuts:  # no layer after it
+        yield len(layers) - 1, _Frontier(resources, np.zeros(1, dtype=dtype), {})
+    for c in range(len(layers) - 1, min(cuts), -1):
         windows = layers[c].windows
         tail = out.pop(c, None)
         touched = {e.producer for e, _ in into[c]}
@@ -364,7 +379,7 @@ def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: 
         kids = []
         for o in options[c]:
             if deadline is not None and clock.now() > deadline:
-                return None
+                return
             used = resources + (o.crossbars, o.memory)
             fits = np.flatnonzero((used + before[c] <= room).all(axis=1))
             clock.charge(fits.size * reach, "cell")
@@ -385,8 +400,10 @@ def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: 
                 made[e.producer] = (reached if before_p is None
                                     else np.maximum(before_p, reached))
             kids.append((used[fits], fits, made))
-        if not kids:
-            return _Frontier(np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=dtype), {})
+        if not kids:  # no option set fits: no node at any cut from here
+            empty = _Frontier(np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=dtype), {})
+            yield from ((cut, empty) for cut in sorted(cuts, reverse=True) if cut < c)
+            return
         used = np.concatenate([k[0] for k in kids])
         parent = np.concatenate([k[1] for k in kids])
         made = {p: np.concatenate([k[2][p] for k in kids]) for p in touched}
@@ -397,7 +414,32 @@ def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: 
         nodes = max(MIN_NODES, min(cells, MAX_CELLS) // width)
         resources, _, out = _merge(used, np.zeros(len(used), dtype=dtype), key, parent,
                                    inherited, made, nodes)
-    return _Frontier(resources, np.zeros(len(resources), dtype=dtype), out)
+        if c - 1 in cuts:
+            yield c - 1, _Frontier(resources, np.zeros(len(resources), dtype=dtype), dict(out))
+
+
+def _meeting(instance: PlacementInstance, options: list[list[_Option]], cut: int,
+             left: float) -> tuple[int, tuple[int, ...]] | tuple[()]:
+    """The budget and cuts of ``diagram_bound``'s backward diagram in ``left`` seconds:
+    ``MEET_CELLS`` to the first layer, else half that, meeting at ``cut`` on the way, else
+    ``MEET_CELLS`` to ``cut`` only (what the time left holds: ``BACKWARD_FITS`` of
+    ``_backward_cells``); () if none fits. To the first layer the backward diagram does
+    most (resnet18-28/PUMA LL, 4 M cells: 637.2 us at the first layer, 606.5 at layer1's
+    last conv, where the forward diagram gives 604.6 at 2 M), but it costs twice as much
+    (resnet18-28/ISAAC at 8 M: 3.6 s of wall against 1.9)."""
+    for cells, to in ((MEET_CELLS, 0), (MEET_CELLS // 2, 0), (MEET_CELLS, cut)):
+        if BACKWARD_FITS * _backward_cells(instance, options, cells, to) * WORK_S["cell"] <= left:
+            return cells, tuple(sorted({cut, to}, reverse=True))
+    return ()
+
+
+def _first(instance: PlacementInstance, options: list[list[_Option]], upper: float,
+           deadline: float | None, clock: Clock) -> _Frontier | None:
+    """The first layer's options as nodes, unmerged (a forward diagram stopped there)."""
+    nodes = [len(options[0])] * len(options)
+    front = _diagram(instance, options, nodes, upper, deadline, restricted=False, clock=clock,
+                     stop=0)
+    return front if isinstance(front, _Frontier) else None
 
 
 def _backward_cells(instance: PlacementInstance, options: list[list[_Option]], cells: int,
@@ -634,7 +676,8 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     best, largest, runs = 0.0, 0, 0
     picks, picks_ns = None, math.inf
     before: list[int] = []
-    back: _Frontier | None = None
+    tried: tuple | None = None  # the backward diagram's budget and cuts, once planned
+    backs: dict[int, _Frontier] = {}  # its nodes at those cuts
     for cells in BUDGETS:
         nodes = _nodes(instance, options, cells)
         if nodes == before:
@@ -656,13 +699,18 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         now = clock.now()
         last = (best >= target or 2 * (now - t) > deadline - now
                 or cells == BUDGETS[-1])
-        if (back is None and (last or cells >= MEET_CELLS) and best < target
-                and bound.front is not None and deadline - now
-                >= BACKWARD_FITS * _backward_cells(instance, options, MEET_CELLS, cut)
-                * WORK_S["cell"]):
-            back = _backward(instance, options, MEET_CELLS, cut, deadline, clock, "middle")
-        if back is not None and bound.front is not None and best < target:
-            met = _meet(instance, bound.front, back, deadline, clock)
+        if (tried is None and (last or cells >= MEET_CELLS) and best < target
+                and bound.front is not None):
+            tried = _meeting(instance, options, cut, deadline - now)
+            for c, back in (_backwards(instance, options, *tried, deadline, clock, "middle")
+                            if tried else ()):
+                backs[c] = back
+                front = bound.front if c == cut else _first(instance, options, target,
+                                                            deadline, clock)
+                met = None if front is None else _meet(instance, front, back, deadline, clock)
+                best = best if met is None else max(best, min(target, met))
+        elif cut in backs and bound.front is not None and best < target:
+            met = _meet(instance, bound.front, backs[cut], deadline, clock)
             best = best if met is None else max(best, min(target, met))
         now = clock.now()
         if best >= target or 2 * (now - t) > deadline - now:

@@ -200,56 +200,91 @@ def test_meeting_merges_less_than_the_forward_diagram():
 
 
 def _meetings(budgets, meet_cells, fits=diagram.BACKWARD_FITS):
-    """``diagram_bound`` on the vgg8 chain at one node a layer: its bound and the (cells,
-    cut) of each backward diagram it ran."""
+    """``diagram_bound`` on the vgg8 chain at one node a layer (``MIN_NODES``; more where a
+    budget holds them): its bound, the (cells, cuts) of each backward diagram it ran and
+    how many times it met two diagrams."""
     inst = case("vgg8")
-    calls = []
-    original = diagram._backward
+    calls, met = [], []
+    backwards, meet = diagram._backwards, diagram._meet
 
-    def spy(instance, options, cells, cut, *rest):
-        calls.append((cells, cut))
-        return original(instance, options, cells, cut, *rest)
+    def spy(instance, options, cells, cuts, *rest):
+        calls.append((cells, cuts))
+        yield from backwards(instance, options, cells, cuts, *rest)
+
+    def count(*args):
+        met.append(1)
+        return meet(*args)
 
     with (mock.patch.object(diagram, "BUDGETS", budgets),
           mock.patch.object(diagram, "MIN_NODES", 1),
           mock.patch.object(diagram, "MEET_CELLS", meet_cells),
-          mock.patch.object(diagram, "_backward", spy),
+          mock.patch.object(diagram, "_backwards", spy),
+          mock.patch.object(diagram, "_meet", count),
           mock.patch.object(diagram, "BACKWARD_FITS", fits)):
         found = diagram_bound(inst, 60.0)
-    return found.bound_ns, calls
+    return found.bound_ns, calls, len(met)
+
+
+FORWARD_NS = 899_791.08  # the vgg8 chain, one node a layer: the forward diagram
+MET_AT_CONV_1_NS = 925_391.08  # met after Conv_1, the last layer of the most windows
+MET_AT_CONV_0_NS = 1_023_789.28  # met after Conv_0, its options unmerged
 
 
 def test_diagram_bound_meets_at_its_budget():
     """``diagram_bound`` meets the diagrams after the forward one at ``MEET_CELLS`` (here
-    its only budget) and keeps the better bound: 899.8 us forward, met after Conv_1 (the
-    last layer of the most windows) 925.4 us."""
-    bound, calls = _meetings((1,), 1)
-    assert calls == [(1, 1)]
-    assert bound == pytest.approx(925_391.08, abs=0.01)
+    its only budget): the backward diagram to the first layer, met on its way after
+    Conv_1 (925.4 us) and after Conv_0 with its options unmerged (1023.8 us), where the
+    forward diagram gives 899.8 us and the least floor is 1071.8 us; the best is kept."""
+    bound, calls, met = _meetings((1,), 1)
+    assert calls == [(1, (1, 0))] and met == 2
+    with mock.patch.object(diagram, "MIN_NODES", 1):
+        assert meet_bound(case("vgg8"), 1, 1) == pytest.approx(MET_AT_CONV_1_NS, abs=0.01)
+    assert bound == pytest.approx(MET_AT_CONV_0_NS, abs=0.01)
+    assert bound <= least_floor("vgg8")
 
 
 def test_diagram_bound_meets_at_its_last_budget():
     """Where its budgets end below ``MEET_CELLS`` it meets after the last one, the
     backward diagram at ``MEET_CELLS`` (here one node a layer as well)."""
-    bound, calls = _meetings((1,), 2)
-    assert calls == [(2, 1)]
-    assert bound == pytest.approx(925_391.08, abs=0.01)
+    bound, calls, _ = _meetings((1,), 2)
+    assert calls == [(2, (1, 0))]
+    assert bound == pytest.approx(MET_AT_CONV_0_NS, abs=0.01)
 
 
 def test_diagram_bound_meets_once_and_each_forward_diagram_after():
-    """One backward diagram, met with the forward diagram of its budget and every later
-    one: budgets 1 and 2 cells (one node a layer both), the meeting at the first."""
-    bound, calls = _meetings((1, 2), 1)
-    assert calls == [(1, 1)]
-    assert bound == pytest.approx(925_391.08, abs=0.01)
+    """One backward diagram, met with the forward diagram of its budget and again with
+    every later one (at Conv_1, whose nodes the backward diagram kept)."""
+    bound, calls, met = _meetings((1, 300), 1)
+    assert calls == [(1, (1, 0))] and met == 3
+    assert bound >= MET_AT_CONV_0_NS - 0.01
 
 
 def test_diagram_bound_does_not_meet_without_the_time():
     """Where the time left does not hold what the backward diagram would charge, the
-    forward bound alone (899.8 us)."""
-    bound, calls = _meetings((1,), 1, fits=1e9)
-    assert calls == []
-    assert bound == pytest.approx(899_791.08, abs=0.01)
+    forward bound alone."""
+    bound, calls, met = _meetings((1,), 1, fits=1e9)
+    assert calls == [] and met == 0
+    assert bound == pytest.approx(FORWARD_NS, abs=0.01)
+
+
+def test_the_meeting_takes_the_deepest_cut_and_largest_budget_the_time_holds():
+    """``MEET_CELLS`` to the first layer, else half of it, else ``MEET_CELLS`` to the cut
+    alone, by what each would charge at most (``BACKWARD_FITS`` of ``_backward_cells``)."""
+    inst = case("vgg8")
+    options = diagram._layer_options(inst)
+    cells, fits = diagram.MEET_CELLS, diagram.BACKWARD_FITS
+
+    def charge(budget, cut):
+        return fits * diagram._backward_cells(inst, options, budget, cut) * WORK_S["cell"]
+
+    whole, half, near = charge(cells, 0), charge(cells // 2, 0), charge(cells, 1)
+    assert diagram._meeting(inst, options, 1, whole) == (cells, (1, 0))
+    below = math.nextafter(whole, 0)
+    expected = ((cells // 2, (1, 0)) if half <= below
+                else (cells, (1,)) if near <= below else ())
+    assert diagram._meeting(inst, options, 1, below) == expected
+    least = min(whole, half, near)
+    assert diagram._meeting(inst, options, 1, math.nextafter(least, 0)) == ()
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -266,6 +301,24 @@ def test_backward_cells_bounds_what_the_backward_diagram_charges(name):
         assert charged <= estimate * (1 + 1e-9), (cut, cells)
         if name == "skip" and cells == 10**12:
             assert charged == pytest.approx(estimate)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_backward_diagram_passes_each_cut_as_if_it_stopped_there(name):
+    """One backward diagram to the first layer yields, at each cut on its way, the nodes a
+    backward diagram to that cut ends with."""
+    inst = case(name)
+    options = diagram._layer_options(inst)
+    cuts = tuple(range(len(inst.layers) - 1, -1, -1))
+    for cells in (1, 10**3):
+        passed = list(diagram._backwards(inst, options, cells, cuts, None, Clock(), "middle"))
+        assert [c for c, _ in passed] == list(cuts)
+        for cut, back in passed:
+            alone = diagram._backward(inst, options, cells, cut, None, Clock(), "middle")
+            assert (back.resources == alone.resources).all()
+            assert back.vectors.keys() == alone.vectors.keys()
+            for p, vectors in back.vectors.items():
+                assert (vectors == alone.vectors[p]).all()
 
 
 def test_edges_of_one_pattern_share_their_readers():
