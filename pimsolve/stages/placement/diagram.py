@@ -72,8 +72,9 @@ the greedy placements pack them, and the count's favourites pack worse: resnet18
 LL, 2M cells, the set ranked with the count (floor 657.4 us) places at 810.2, the set
 ranked without (floor 658.0 with the count) at 674.5."""
 MEET_CELLS = 8_000_000
-"""The budget at which ``diagram_bound``, after the forward diagram, also meets a forward
-and a backward diagram (``meet_bound``) in the time left, if it finishes."""
+"""The forward budget after which ``diagram_bound`` meets a backward diagram with the
+forward ones (``meet_bound``) at the latest, and the backward diagram's budget (half of it
+where the time left is short, ``_meeting``)."""
 MEET_NODE_CELLS = 2000
 MEET_SPEEDUP = 25
 """``_meet`` charges a forward node this many cells and its sums 1 / MEET_SPEEDUP of a cell
@@ -663,11 +664,11 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     ``floor_bound`` below the better of ``upper`` (ns) and that set's floor, grouping by the
     ``KEYS`` in turn; the best bound of those that finished. A budget is not tried when the
     one before it took more than half the time left (each takes two to four times the one
-    before). At ``MEET_CELLS``, or at the last budget tried if that is smaller, the
-    backward diagram at ``MEET_CELLS`` (once, where the time left holds what it charges,
-    ``_backward_cells``) and from then on each forward diagram's nodes after ``_meet_cut``
-    are met with it (``meet_bound``). ``seconds`` of ``clock`` (a new wall clock if
-    None)."""
+    before). At ``MEET_CELLS``, or at the last budget tried if that is smaller, one
+    backward diagram as the time left allows (``_meeting``), met on its way with the
+    forward diagram's nodes after ``_meet_cut`` and with the first layer's options
+    (``meet_bound``), and kept there to meet each later forward diagram. ``seconds`` of
+    ``clock`` (a new wall clock if None)."""
     clock = clock or Clock()
     deadline = clock.now() + seconds
     options = _layer_options(instance)
@@ -697,8 +698,7 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
             break
         best, largest, runs = max(best, bound.ns), cells, runs + 1
         now = clock.now()
-        last = (best >= target or 2 * (now - t) > deadline - now
-                or cells == BUDGETS[-1])
+        last = 2 * (now - t) > deadline - now or cells == BUDGETS[-1]
         if (tried is None and (last or cells >= MEET_CELLS) and best < target
                 and bound.front is not None):
             tried = _meeting(instance, options, cut, deadline - now)
