@@ -378,6 +378,9 @@ def _backwards(instance: PlacementInstance, options: list[list[_Option]], cells:
         reach = windows + sum(_read_cells(readers) for readers in
                               {id(readers): readers for _, readers in into[c]}.values())
         kids = []
+        most = len(resources) * len(options[c])  # the children, written in place
+        made = {p: np.empty((most, layers[p].windows), dtype=dtype) for p in touched}
+        at = 0
         for o in options[c]:
             if deadline is not None and clock.now() > deadline:
                 return
@@ -389,25 +392,29 @@ def _backwards(instance: PlacementInstance, options: list[list[_Option]], cells:
             after = (np.zeros((fits.size, windows), dtype=dtype) if tail is None
                      else tail[fits])
             value = o.w + _rest(after, o.k, o.w, o.replica)  # w(b) + L(b)
-            made: dict[int, np.ndarray] = {}
+            rows = slice(at, at + fits.size)
+            first = set(touched)
             gathered: dict[int, np.ndarray] = {}  # edges that share their readers share it
             for e, readers in into[c]:
                 if id(readers) not in gathered:
                     gathered[id(readers)] = _reached(readers, value,
                                                      layers[e.producer].windows)
-                reached = gathered[id(readers)]
-                before_p = made.get(e.producer, out[e.producer][fits]
-                                    if e.producer in out else None)
-                made[e.producer] = (reached if before_p is None
-                                    else np.maximum(before_p, reached))
-            kids.append((used[fits], fits, made))
+                reached, p = gathered[id(readers)], e.producer
+                if p in first and p not in out:
+                    made[p][rows] = reached
+                else:
+                    np.maximum(made[p][rows] if p not in first else out[p][fits], reached,
+                               out=made[p][rows])
+                first.discard(p)
+            kids.append((used[fits], fits))
+            at += fits.size
         if not kids:  # no option set fits: no node at any cut from here
             empty = _Frontier(np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=dtype), {})
             yield from ((cut, empty) for cut in sorted(cuts, reverse=True) if cut < c)
             return
         used = np.concatenate([k[0] for k in kids])
         parent = np.concatenate([k[1] for k in kids])
-        made = {p: np.concatenate([k[2][p] for k in kids]) for p in touched}
+        made = {p: a[:at] for p, a in made.items()}
         inherited = {p: a for p, a in out.items() if p not in touched}
         key = _back_key(made, by, len(used))
         width = max(1, sum(layers[p].windows for p in (*inherited, *made))
@@ -520,10 +527,13 @@ def _shared(edges: list[tuple]) -> list[tuple]:
 
 
 def _read_cells(readers: tuple) -> int:
-    """What ``_reached`` goes through per node, in cells: a gathered window time is half of
-    one (vgg8-28/PUMA LL's backward diagram at 8 M cells, 36 reads a window on the pooled
-    edge: 2.4 s of wall; resnet18-28/ISAAC 3.4 s, /PUMA 4.8 s)."""
-    return int(readers[2]) if readers[0] == "prefix" else len(readers[1]) // 2
+    """What ``_reached`` goes through per node, in cells: a gathered window time is a
+    quarter of one (with the children written in place, fitted on the backward diagrams of
+    vgg8-28/PUMA and resnet18-28 LL at 2, 4 and 8 M cells to the first layer and to
+    ``_meet_cut``: charged within 20% of the wall, 2.27 s for 2.15 on resnet18-28/ISAAC at
+    8 M to the first layer, 2.44 for 2.43 on vgg8-28/PUMA, where half a cell charged 3.61
+    and 4.49)."""
+    return int(readers[2]) if readers[0] == "prefix" else len(readers[1]) // 4
 
 
 def _reached(readers: tuple, value: np.ndarray, made: int) -> np.ndarray:
