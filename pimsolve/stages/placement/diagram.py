@@ -82,7 +82,7 @@ each (one add and max per window, where a diagram cell is a pipeline step): resn
 LL, 12,558 forward nodes, 1.15 s of wall; vgg8-28/PUMA, 241 M sums, 0.23 s."""
 BACKWARD_FITS = 0.7
 """Of the backward diagram's children, the share that fits the crossbars, at most (what it
-charges over ``_backward_cells``: 0.51 to 0.68 on vgg8-28/PUMA and the resnet18-28 rows, at
+charges over ``_backward_cells``: 0.48 to 0.69 on vgg8-28/PUMA and the resnet18-28 rows, at
 4 and 8 M cells, to the first layer or ``_meet_cut``): ``diagram_bound`` runs it where the
 time left holds that."""
 MIN_NODES = 16
@@ -432,9 +432,9 @@ def _meeting(instance: PlacementInstance, options: list[list[_Option]], cut: int
     ``MEET_CELLS`` to the first layer, else half that, meeting at ``cut`` on the way, else
     ``MEET_CELLS`` to ``cut`` only (what the time left holds: ``BACKWARD_FITS`` of
     ``_backward_cells``); () if none fits. To the first layer the backward diagram does
-    most (resnet18-28/PUMA LL, 4 M cells: 637.2 us at the first layer, 606.5 at layer1's
-    last conv, where the forward diagram gives 604.6 at 2 M), but it costs twice as much
-    (resnet18-28/ISAAC at 8 M: 3.6 s of wall against 1.9)."""
+    most (resnet18-28/PUMA LL, 8 M cells: 640.0 us met at the first layer, 607.2 at
+    layer1's last conv, where the forward diagram gives 604.6 at 2 M), but it charges
+    about twice as much (resnet18-28/ISAAC: 2.26 s against 1.23)."""
     for cells, to in ((MEET_CELLS, 0), (MEET_CELLS // 2, 0), (MEET_CELLS, cut)):
         if BACKWARD_FITS * _backward_cells(instance, options, cells, to) * WORK_S["cell"] <= left:
             return cells, tuple(sorted({cut, to}, reverse=True))
@@ -528,11 +528,11 @@ def _shared(edges: list[tuple]) -> list[tuple]:
 
 def _read_cells(readers: tuple) -> int:
     """What ``_reached`` goes through per node, in cells: a gathered window time is a
-    quarter of one (with the children written in place, fitted on the backward diagrams of
-    vgg8-28/PUMA and resnet18-28 LL at 2, 4 and 8 M cells to the first layer and to
-    ``_meet_cut``: charged within 20% of the wall, 2.27 s for 2.15 on resnet18-28/ISAAC at
-    8 M to the first layer, 2.44 for 2.43 on vgg8-28/PUMA, where half a cell charged 3.61
-    and 4.49)."""
+    quarter of one (with the children written in place; fitted on the backward diagrams of
+    vgg8-28/PUMA and resnet18-28 LL at 2, 4 and 8 M cells, to the first layer and to
+    ``_meet_cut``: at 8 M cells to the first layer resnet18-28/ISAAC charges 2.26 s, where
+    eleven runs took 1.6 to 3.4 s of wall, vgg8-28/PUMA 2.45 for 2.3 to 2.6; to
+    ``_meet_cut`` 12 to 30% under the wall)."""
     return int(readers[2]) if readers[0] == "prefix" else len(readers[1]) // 4
 
 
