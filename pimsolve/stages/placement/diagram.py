@@ -319,29 +319,24 @@ def meet_bound(instance: PlacementInstance, cells: int, cut: int, *, upper: floa
     option set; the least over the other pairs of the largest such sum (and the forward
     finish) is below every option set's floor, and each side merges over half the layers
     only. ``upper`` if no set's floor is below it; None if ``clock`` passed ``deadline``."""
-    return _meet_bound(instance, _layer_options(instance), cells, cut, upper, deadline,
-                       clock or Clock(), by)
-
-
-def _meet_cut(instance: PlacementInstance) -> int:
-    """Where ``diagram_bound`` meets the diagrams: after the last layer of the first
-    resolution (the most windows), whose many options and windows the forward diagram
-    merges hardest (vgg8-28: Conv_1; resnet18-28: layer1's last conv)."""
-    windows = [layer.windows for layer in instance.layers]
-    return max(i for i, w in enumerate(windows) if w == max(windows))
-
-
-def _meet_bound(instance: PlacementInstance, options: list[list[_Option]], cells: int,
-                cut: int, upper: float, deadline: float | None, clock: Clock,
-                by: str) -> float | None:
-    nodes = _nodes(instance, options, cells)
-    front = _diagram(instance, options, nodes, upper, deadline, restricted=False, clock=clock,
-                     by=by, stop=cut)
+    clock = clock or Clock()
+    options = _layer_options(instance)
+    front = _diagram(instance, options, _nodes(instance, options, cells), upper, deadline,
+                     restricted=False, clock=clock, by=by, stop=cut)
     if not isinstance(front, _Frontier):
-        return None if front is None else front[0]
+        return None if front is None else front.ns
     back = _backward(instance, options, cells, cut, deadline, clock, by)
     met = None if back is None else _meet(instance, front, back, deadline, clock)
     return None if met is None else min(upper, met)
+
+
+def _meet_cut(instance: PlacementInstance) -> int:
+    """Where ``diagram_bound`` meets its forward diagrams (and, on the way to the first
+    layer, its backward diagram): after the last layer of the first resolution (the most
+    windows), whose many options and windows the forward diagram merges hardest (vgg8-28:
+    Conv_1; resnet18-28: layer1's last conv)."""
+    windows = [layer.windows for layer in instance.layers]
+    return max(i for i, w in enumerate(windows) if w == max(windows))
 
 
 def _backward(instance: PlacementInstance, options: list[list[_Option]], cells: int, cut: int,
@@ -531,8 +526,9 @@ def _read_cells(readers: tuple) -> int:
     quarter of one (with the children written in place; fitted on the backward diagrams of
     vgg8-28/PUMA and resnet18-28 LL at 2, 4 and 8 M cells, to the first layer and to
     ``_meet_cut``: at 8 M cells to the first layer resnet18-28/ISAAC charges 2.26 s, where
-    eleven runs took 1.6 to 3.4 s of wall, vgg8-28/PUMA 2.45 for 2.3 to 2.6; to
-    ``_meet_cut`` 12 to 30% under the wall)."""
+    a dozen runs took 1.6 to 3.4 s of wall, vgg8-28/PUMA 2.45 for 2.3 to 2.6; to
+    ``_meet_cut`` 1.02 to 1.80 s for 1.6 to 2.7, 12 to 50% under the wall, the merges
+    weighing more there)."""
     return int(readers[2]) if readers[0] == "prefix" else len(readers[1]) // 4
 
 
