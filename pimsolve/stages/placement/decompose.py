@@ -26,18 +26,16 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-import numpy as np
-
 from pimsolve.solve.clock import Clock
 from pimsolve.solve.model import Progress, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
 from pimsolve.stages.placement.baselines import (
-    LEVEL_HOME_SHARE,
     PASS_COST,
     even_search,
     fill,
     level_search,
+    scattered,
     spread,
 )
 from pimsolve.stages.placement.diagram import PRIMAL_COUNTED, diagram_bound, floor_options
@@ -217,26 +215,6 @@ def _seed(instance: PlacementInstance, objective: str, picks: Picks,
     gathered = gather(instance, best, min(GATHER_SHARE * max(0.0, clock.left()), GATHER_S),
                       clock=clock)
     return best if scattered(instance, gathered) else gathered
-
-
-def scattered(instance: PlacementInstance, counts: list[LayerCounts]) -> bool:
-    """HT with sync communication: whether some home keeps fewer of its replica's AGs than
-    ``LEVEL_HOME_SHARE`` of those one core can hold. Such a home meets each of its AGs
-    elsewhere in a paired transfer every window, and in-order cores wait for each other
-    there, which the model does not count: resnet34/PUMA HT, ``spread``'s placement of the
-    master's set (763 of 888 AGs off their homes, 5.7 layers a core) 3964 us in the model,
-    7.28 ms simulated, against balance's 5322 us and 5.43 ms. The decomposition takes no
-    such placement as an incumbent (its bounds hold for every placement all the same)."""
-    if not instance.sync or instance.mode != "ht":
-        return False
-    for layer, c in zip(instance.layers, counts, strict=True):
-        u = layer.choices[c.choice]
-        least = math.ceil(LEVEL_HOME_SHARE * min(u.ags,
-                                                 instance.crossbars_per_core // u.crossbars_per_ag))
-        rho, ell = np.asarray(c.rho), np.asarray(c.ell)
-        if (ell < least * rho).any():
-            return True
-    return False
 
 
 def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,

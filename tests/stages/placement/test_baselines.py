@@ -25,6 +25,7 @@ from pimsolve.stages.placement.baselines import (
     level,
     level_search,
     pack,
+    scattered,
 )
 from pimsolve.stages.placement.diagram import floor_options
 from pimsolve.stages.placement.evaluate import (
@@ -496,3 +497,33 @@ def test_even_search_places_the_slowest_layer_first() -> None:
     found = even_search(inst, choices, reps)
     assert check_counts(inst, found) is None
     assert floor <= predict(inst, found).time_ns < min(0.95 * first, 1.12 * floor)
+
+
+def sync_tiny(mode: str = "ht"):
+    """The tiny CNN on 2 cores of 4 crossbars, PUMA's issue interval and sync links."""
+    return tiny_instance(2, 4, mode, communication="sync", link_gb_per_s=1.0, issue_ns=1600)
+
+
+def _conv1_split(split: bool) -> list[LayerCounts]:
+    """The tiny CNN on two cores: conv1 (2 AGs of 1 crossbar) homed on core 0, keeping both
+    AGs or (``split``) one, the other on core 1 with conv2 and fc."""
+    conv1 = (LayerCounts(2, 1, [1, 1], [1, 0], [1, 0]) if split
+             else LayerCounts(2, 1, [2, 0], [1, 0], [2, 0]))
+    return [conv1, LayerCounts(2, 1, [0, 1], [0, 1], [0, 1]),
+            LayerCounts(0, 1, [0, 1], [0, 1], [0, 1])]
+
+
+def test_a_home_keeping_less_than_levels_share_is_scattered_with_sync_links() -> None:
+    """A core of 4 crossbars holds both of conv1's AGs, so its home must keep
+    ceil(0.75 * 2) = 2; only HT with sync communication asks it."""
+    for inst in (sync_tiny(), sync_tiny("ll"), tiny_instance(2, 4, "ht")):
+        for split in (False, True):
+            assert check_counts(inst, _conv1_split(split)) is None
+    assert not scattered(sync_tiny(), _conv1_split(False))
+    assert scattered(sync_tiny(), _conv1_split(True))
+    assert not scattered(sync_tiny("ll"), _conv1_split(True))
+    assert not scattered(tiny_instance(2, 4, "ht"), _conv1_split(True))
+    # the greedy seed keeps the share by construction
+    inst = sync_tiny()
+    assert not scattered(inst, level_search(inst, [2, 2, 0], [1, 1, 1], "throughput"))
+

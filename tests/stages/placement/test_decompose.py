@@ -25,13 +25,12 @@ from pimsolve.stages.placement.decompose import (
     _master_params,
     _seed,
     picks_of,
-    scattered,
     solve_decomposed,
 )
-from pimsolve.stages.placement.evaluate import LayerCounts, memory_per_core, predict
+from pimsolve.stages.placement.evaluate import memory_per_core, predict
 from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_master, build_model
 from pimsolve.stages.placement.instance import build_instance
-from tests.stages.placement.test_baselines import vgg8
+from tests.stages.placement.test_baselines import sync_tiny, vgg8
 from tests.stages.placement.test_formulation import CASES, _layer_options, brute_force, instance
 from tests.stages.placement.test_local import resnet18_isaac_ht
 
@@ -474,38 +473,11 @@ def test_a_greedy_placement_meeting_the_bound_ends_the_loop() -> None:
     assert predict(inst, counts).time_ns * TICKS_PER_NS <= result.objective
 
 
-def _sync(mode: str = "ht", crossbars: int = 4):
-    return instance(2, crossbars, mode, communication="sync", link_gb_per_s=1.0, issue_ns=1600)
-
-
-def _conv1_split(split: bool) -> list[LayerCounts]:
-    """The tiny CNN on two cores: conv1 (2 AGs of 1 crossbar) homed on core 0, keeping both
-    AGs or (``split``) one, the other on core 1 with conv2 and fc."""
-    conv1 = (LayerCounts(2, 1, [1, 1], [1, 0], [1, 0]) if split
-             else LayerCounts(2, 1, [2, 0], [1, 0], [2, 0]))
-    return [conv1, LayerCounts(2, 1, [0, 1], [0, 1], [0, 1]),
-            LayerCounts(0, 1, [0, 1], [0, 1], [0, 1])]
-
-
-def test_a_home_keeping_less_than_levels_share_is_scattered_with_sync_links() -> None:
-    """A core of 4 crossbars holds both of conv1's AGs, so its home must keep
-    ceil(0.75 * 2) = 2; only HT with sync communication asks it."""
-    for inst in (_sync(), _sync("ll"), instance(2, 4, "ht")):
-        for split in (False, True):
-            assert check_counts(inst, _conv1_split(split)) is None
-    assert not scattered(_sync(), _conv1_split(False))
-    assert scattered(_sync(), _conv1_split(True))
-    assert not scattered(_sync("ll"), _conv1_split(True))
-    assert not scattered(instance(2, 4, "ht"), _conv1_split(True))
-    # the greedy seed keeps the share by construction
-    assert not scattered(_sync(), level_search(_sync(), [2, 2, 0], [1, 1, 1], "throughput"))
-
-
 def test_no_scattered_placement_becomes_the_incumbent(monkeypatch) -> None:
     """With every placement but the start taken for scattered, the decomposition (its seeds,
     packing and subproblems all) returns the start, and its bound still holds for every
     placement: no more than the brute-force optimum, which is better than the start."""
-    inst = _sync()
+    inst = sync_tiny()
     start = BASELINES["no-replication"](inst, "throughput")
     want = brute_force(inst, "throughput")
     assert predict(inst, start).time_ns > want
