@@ -370,8 +370,7 @@ def _backwards(instance: PlacementInstance, options: list[list[_Option]], cells:
         windows = layers[c].windows
         tail = out.pop(c, None)
         touched = {e.producer for e, _ in into[c]}
-        reach = windows + sum(_read_cells(readers) for readers in
-                              {id(readers): readers for _, readers in into[c]}.values())
+        reach = _reach(layers[c], into[c])
         kids = []
         most = len(resources) * len(options[c])  # the children, written in place
         made = {p: np.empty((most, layers[p].windows), dtype=dtype) for p in touched}
@@ -454,8 +453,7 @@ def _backward_cells(instance: PlacementInstance, options: list[list[_Option]], c
     held: set[int] = set()
     nodes, total = 1, 0
     for c in range(len(layers) - 1, cut, -1):
-        reach = layers[c].windows + sum(_read_cells(readers) for readers in
-                                        {id(r): r for _, r in into[c]}.values())
+        reach = _reach(layers[c], into[c])
         kids = nodes * len(options[c])
         total += kids * reach
         held = (held - {c}) | {e.producer for e, _ in into[c]}
@@ -519,6 +517,13 @@ def _shared(edges: list[tuple]) -> list[tuple]:
             np.array_equal(a, b) for a, b in zip(r, readers, strict=True))), readers)
         out.append((e, same))
     return out
+
+
+def _reach(layer, into: list[tuple]) -> int:
+    """What the backward diagram charges a child of ``layer``: its windows and the reads of
+    its edges' readers, each shared reader once (``_into``)."""
+    return layer.windows + sum(_read_cells(readers) for readers in
+                               {id(r): r for _, r in into}.values())
 
 
 def _read_cells(readers: tuple) -> int:
@@ -673,8 +678,8 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     before). At ``MEET_CELLS``, or at the last budget tried if that is smaller, one
     backward diagram as the time left allows (``_meeting``), met on its way with the
     forward diagram's nodes after ``_meet_cut`` and with the first layer's options
-    (``meet_bound``), and kept there to meet each later forward diagram. ``seconds`` of
-    ``clock`` (a new wall clock if None)."""
+    (``meet_bound``), and kept at ``_meet_cut`` to meet each later forward diagram.
+    ``seconds`` of ``clock`` (a new wall clock if None)."""
     clock = clock or Clock()
     deadline = clock.now() + seconds
     options = _layer_options(instance)
@@ -684,7 +689,7 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     picks, picks_ns = None, math.inf
     before: list[int] = []
     tried: tuple | None = None  # the backward diagram's budget and cuts, once planned
-    backs: dict[int, _Frontier] = {}  # its nodes at those cuts
+    back = None  # its nodes at ``cut``, to meet each later forward diagram
     for cells in BUDGETS:
         nodes = _nodes(instance, options, cells)
         if nodes == before:
@@ -708,15 +713,16 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         if (tried is None and (last or cells >= MEET_CELLS) and best < target
                 and bound.front is not None):
             tried = _meeting(instance, options, cut, deadline - now)
-            for c, back in (_backwards(instance, options, *tried, deadline, clock, "middle")
-                            if tried else ()):
-                backs[c] = back
+            for c, nodes_at in (_backwards(instance, options, *tried, deadline, clock, "middle")
+                                if tried else ()):
+                back = nodes_at if c == cut else back
                 front = bound.front if c == cut else _first(instance, options, target,
                                                             deadline, clock)
-                met = None if front is None else _meet(instance, front, back, deadline, clock)
+                met = (None if front is None
+                       else _meet(instance, front, nodes_at, deadline, clock))
                 best = best if met is None else max(best, min(target, met))
-        elif cut in backs and bound.front is not None and best < target:
-            met = _meet(instance, bound.front, backs[cut], deadline, clock)
+        elif back is not None and bound.front is not None and best < target:
+            met = _meet(instance, bound.front, back, deadline, clock)
             best = best if met is None else max(best, min(target, met))
         now = clock.now()
         if best >= target or 2 * (now - t) > deadline - now:
