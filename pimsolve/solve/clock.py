@@ -26,6 +26,7 @@ WORK_S = {
     "master_dtime": 1.5,
     "term": 10e-6,
     "cell": 0.04e-6,
+    "restricted_cell": 0.02e-6,
     "window": 0.6e-6,
     "core_layer": 0.5e-6,
     "replica": 70e-6,
@@ -37,7 +38,9 @@ a CP-SAT deterministic second ('dtime': the subproblems and packings, whose pres
 to 12 s of wall a deterministic second; at 2.5, vgg8-28/PUMA LL took 29 s for a 10 s limit;
 'master_dtime': the decomposition's HT masters, whose LP-heavy search takes 1.1 to 1.4 s;
 the LL masters, 1.5 to 5.3 s, pay 'dtime'), a constraint term built or handed to CP-SAT
-('term'; 5 to 20 us), a window time a decision diagram computes ('cell'; 7.2 s for 202 M), a
+('term'; 5 to 20 us), a window time a decision diagram computes ('cell'; 7.2 s for 202 M),
+one the restricted diagram computes, which merges no nodes ('restricted_cell'; 16 to 24 ns on
+the 28x28 and 224x224 LL instances, 1 M to 39 M cells), a
 window a pipeline evaluation goes through ('window'; 0.5 to 0.85 us), a (layer, core) pair a
 valuation of a placement sums ('core_layer'; 0.3 to 2.5 us), a replica one pass of a greedy
 placement places ('replica'; ``baselines.PASS_COST`` times, 20 to 113 us for a pass of

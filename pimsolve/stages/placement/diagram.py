@@ -246,7 +246,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
                 return None
             used = resources + (o.crossbars, o.memory)
             fits = np.flatnonzero((used + after[li] <= room).all(axis=1))
-            clock.charge(fits.size * layer.windows, "cell")
+            clock.charge(fits.size * layer.windows, "restricted_cell" if restricted else "cell")
             if fits.size:
                 times = replica_done(ready[fits], o.k, o.w, o.replica).astype(dtype)
                 end = np.maximum(finish[fits], times.max(axis=1, initial=0))
