@@ -63,6 +63,13 @@ rows (vgg8-28/PUMA LL 471.0 against 452.5 us, resnet18-28/Arch-C 289.9 against 2
 the budgets that usually finish in the decomposition's share, 0.5 and 8 M, take it: 10 s,
 gap 4.37% -> 3.48% and 15.9% -> 14.6% there, resnet34/Arch-C 51.7% -> 52.3%, googlenet/Arch-C
 78.1% -> 77.9%, the other LL rows as before."""
+NEXT_COST = (2, 4)
+"""What the next budget's diagrams take, at least and at most, in multiples of this one's
+(the budgets grow fourfold; the forward diagram took 0.41, 1.08 and more than 3.8 work-s at
+0.5, 2 and 8 M cells on resnet18-28/ISAAC LL, 0.75, 1.03 and about 2.1 on resnet34/Arch-C,
+the restricted diagram's, which runs up to ``PRIMAL_CELLS``, counted while the next one
+runs it too): ``diagram_bound`` meets the backward diagram rather than risk a budget that
+may not finish, and stops where the next one cannot."""
 PRIMAL_CELLS = 2_000_000
 """The largest budget of the restricted diagram in ``diagram_bound``."""
 PRIMAL_COUNTED = False
@@ -673,10 +680,10 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     no more nodes than the one before): the restricted diagram (up to ``PRIMAL_CELLS``, or
     until it has found one: an option set with a low floor, which lowers ``upper``), then
     ``floor_bound`` below the better of ``upper`` (ns) and that set's floor, grouping by the
-    ``KEYS`` in turn; the best bound of those that finished. A budget is not tried when the
-    one before it took more than half the time left (each takes two to four times the one
-    before). At ``MEET_CELLS``, or at the last budget tried if that is smaller, one
-    backward diagram as the time left allows (``_meeting``), met on its way with the
+    ``KEYS`` in turn; the best bound of those that finished. A budget is not tried when
+    the least of ``NEXT_COST`` times what the one before took is more than the time left.
+    At ``MEET_CELLS``, or at the budget after which the next may not finish (the most of
+    ``NEXT_COST``), one backward diagram as the time left allows (``_meeting``), met on its way with the
     forward diagram's nodes after ``_meet_cut`` and with the first layer's options
     (``meet_bound``), and kept at ``_meet_cut`` to meet each later forward diagram.
     ``seconds`` of ``clock`` (a new wall clock if None)."""
@@ -703,13 +710,16 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
             if found is not None and found[0] < picks_ns:
                 picks_ns, picks = found
         target = min(upper, picks_ns)
+        f = clock.now()
         bound = _diagram(instance, options, nodes, target, deadline, restricted=False,
                          clock=clock, by=KEYS[runs % len(KEYS)], cut=cut)
         if bound is None:
             break
         best, largest, runs = max(best, bound.ns), cells, runs + 1
         now = clock.now()
-        last = 2 * (now - t) > deadline - now or cells == BUDGETS[-1]
+        following = BUDGETS[min(BUDGETS.index(cells) + 1, len(BUDGETS) - 1)]
+        spent = now - (t if following <= PRIMAL_CELLS else f)  # what the next one repeats
+        last = NEXT_COST[1] * spent > deadline - now or cells == BUDGETS[-1]
         if (tried is None and (last or cells >= MEET_CELLS) and best < target
                 and bound.front is not None):
             tried = _meeting(instance, options, cut, deadline - now)
@@ -725,6 +735,6 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
             met = _meet(instance, bound.front, back, deadline, clock)
             best = best if met is None else max(best, min(target, met))
         now = clock.now()
-        if best >= target or 2 * (now - t) > deadline - now:
+        if best >= target or NEXT_COST[0] * spent > deadline - now:
             break
     return LeastFloor(best, largest, picks, picks_ns)
