@@ -683,9 +683,9 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     ``KEYS`` in turn; the best bound of those that finished. A budget is not tried when
     the least of ``NEXT_COST`` times what the one before took is more than the time left.
     At ``MEET_CELLS``, or at the budget after which the next may not finish (the most of
-    ``NEXT_COST``), one backward diagram as the time left allows (``_meeting``), met on its way with the
-    forward diagram's nodes after ``_meet_cut`` and with the first layer's options
-    (``meet_bound``), and kept at ``_meet_cut`` to meet each later forward diagram.
+    ``NEXT_COST``), one backward diagram as the time left allows (``_meeting``), met on its
+    way with the forward diagram's nodes after ``_meet_cut`` and with the first layer's
+    options (``meet_bound``), and kept at ``_meet_cut`` to meet each later forward diagram.
     ``seconds`` of ``clock`` (a new wall clock if None)."""
     clock = clock or Clock()
     deadline = clock.now() + seconds

@@ -267,6 +267,63 @@ def test_diagram_bound_does_not_meet_without_the_time():
     assert bound == pytest.approx(FORWARD_NS, abs=0.01)
 
 
+def _steps(budgets, seconds):
+    """``diagram_bound`` on the vgg8 chain (``_meetings``' setting, ``MEET_CELLS`` above
+    every budget) on a work clock of ``seconds``: the forward budgets it finished and the
+    backward diagrams it started, in order."""
+    inst, steps = case("vgg8"), []
+    forward = diagram._diagram
+
+    def spy_forward(instance, options, nodes, *rest, **kw):
+        found = forward(instance, options, nodes, *rest, **kw)
+        if not kw["restricted"] and found is not None:
+            steps.append("forward")
+        return found
+
+    def spy_backward(*args):  # recorded, not run: it takes no time of the clock
+        steps.append("backward")
+        yield from ()
+
+    with (mock.patch.object(diagram, "BUDGETS", budgets),
+          mock.patch.object(diagram, "MIN_NODES", 1),
+          mock.patch.object(diagram, "MEET_CELLS", 10**9),
+          mock.patch.object(diagram, "BACKWARD_FITS", 1e-12),
+          mock.patch.object(diagram, "_diagram", spy_forward),
+          mock.patch.object(diagram, "_backwards", spy_backward)):
+        diagram_bound(inst, seconds, clock=Clock(limit=math.inf, work=True))
+    return steps
+
+
+def test_diagram_bound_meets_before_a_budget_that_may_not_finish():
+    """After a budget that took ``c`` (its restricted and forward diagrams), with between
+    2c and 4c left (``NEXT_COST``), the next budget may not finish: the backward diagram
+    meets first, then the next budget runs; with more than 4c left the next budget runs
+    first and the meeting follows the last one; with less than 2c the next is not tried."""
+    clock = Clock(limit=math.inf, work=True)
+    with (mock.patch.object(diagram, "BUDGETS", (1,)),
+          mock.patch.object(diagram, "MIN_NODES", 1),
+          mock.patch.object(diagram, "BACKWARD_FITS", 1e9)):  # no meeting: its cost alone
+        diagram_bound(case("vgg8"), 60.0, clock=clock)
+    c = clock.now()
+    assert c > 0
+    assert _steps((1, 300), 4 * c) == ["forward", "backward", "forward"]
+    assert _steps((1, 300), 6 * c) == ["forward", "forward", "backward"]
+    assert _steps((1, 300), 2.9 * c) == ["forward", "backward"]  # 1.9c left: neither
+
+
+def test_the_restricted_diagram_is_charged_at_its_own_price():
+    """The restricted diagram's window times cost ``restricted_cell`` each (it merges no
+    nodes), the merged diagram's ``cell``: the same window count, at each price."""
+    inst = case("vgg8")
+    charged = {}
+    for kind in ("restricted_cell", "cell"):
+        with mock.patch.dict(WORK_S, {"restricted_cell": 0.0, "cell": 0.0} | {kind: 1.0}):
+            clock = Clock(limit=math.inf, work=True)
+            floor_options(inst, 64, clock=clock)
+            charged[kind] = clock.now()
+    assert charged["restricted_cell"] > 0 and charged["cell"] == 0
+
+
 @pytest.mark.parametrize("meet_cells, below_whole", [(2000, (1000, (1, 0))), (1000, (1000, (1,)))])
 def test_the_meeting_takes_the_deepest_cut_and_largest_budget_the_time_holds(meet_cells,
                                                                              below_whole):
