@@ -718,7 +718,8 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         best, largest, runs = max(best, bound.ns), cells, runs + 1
         now = clock.now()
         following = BUDGETS[min(BUDGETS.index(cells) + 1, len(BUDGETS) - 1)]
-        spent = now - (t if following <= PRIMAL_CELLS else f)  # what the next one repeats
+        again = following <= PRIMAL_CELLS or picks is None  # the restricted diagram, next
+        spent = now - (t if again else f)  # what the next budget repeats
         last = NEXT_COST[1] * spent > deadline - now or cells == BUDGETS[-1]
         if (tried is None and (last or cells >= MEET_CELLS) and best < target
                 and bound.front is not None):

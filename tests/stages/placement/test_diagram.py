@@ -313,7 +313,7 @@ def test_diagram_bound_meets_before_a_budget_that_may_not_finish():
 
 def test_the_restricted_diagram_is_charged_at_its_own_price():
     """The restricted diagram's window times cost ``restricted_cell`` each (it merges no
-    nodes), the merged diagram's ``cell``: the same window count, at each price."""
+    nodes), not the merged diagram's ``cell``: ``floor_options`` charges only the first."""
     inst = case("vgg8")
     charged = {}
     for kind in ("restricted_cell", "cell"):
