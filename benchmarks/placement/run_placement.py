@@ -10,6 +10,9 @@ not reach the other engine's placement in its time limit).
 
     python benchmarks/placement/run_placement.py --models vgg8-28 --time-limit 5
     python benchmarks/placement/run_placement.py --name placement --rewrite  # .md from .csv
+    # rerun some rows of a table: they replace their rows in NAME.csv, the rest stay
+    python benchmarks/placement/run_placement.py --models resnet34 --modes ll --engines cpsat \
+        --name placement_224 --update
 """
 
 from __future__ import annotations
@@ -70,11 +73,15 @@ def main() -> None:
     ap.add_argument("--name", default="placement")
     ap.add_argument("--rewrite", action="store_true",
                     help="only rewrite NAME.md from the rows of NAME.csv")
+    ap.add_argument("--update", action="store_true",
+                    help="the rows run replace those of NAME.csv with the same model, target, "
+                    "mode and engine; its other rows stay (default: NAME.csv holds this run)")
     args = ap.parse_args()
     if args.rewrite:
         rows = read(args.name)
         write(rows, list(dict.fromkeys(r["engine"] for r in rows)), args.name)
         return
+    kept = read(args.name) if args.update and (RESULTS / f"{args.name}.csv").exists() else []
     rows = []
     for model in args.models.split(","):
         for target in args.targets.split(","):
@@ -86,7 +93,25 @@ def main() -> None:
                                                        "value", "status", "gap",
                                                        "prediction_error", "error")},
                           flush=True)
-                    write(rows, args.engines.split(","), args.name)  # a partial run keeps rows
+                    merged = merge(kept, rows)  # a partial run keeps its rows
+                    write(merged, list(dict.fromkeys(r["engine"] for r in merged)), args.name)
+
+
+def merge(kept: list[dict], new: list[dict]) -> list[dict]:
+    """``kept`` with ``new`` in place of its rows of the same (model, target, mode, engine),
+    the rest of ``new`` added; models and targets in the order they first appear, then the
+    modes and the engines in ``ENGINES`` order (others after)."""
+    def key(r: dict) -> tuple:
+        return r["model"], r["target"], r["mode"], r["engine"]
+
+    rows = {key(r): r for r in kept}
+    rows.update((key(r), r) for r in new)
+    models = list(dict.fromkeys(r["model"] for r in [*kept, *new]))
+    targets = list(dict.fromkeys(r["target"] for r in [*kept, *new]))
+    engines = [*ENGINES, *dict.fromkeys(r["engine"] for r in [*kept, *new])]
+    return sorted(rows.values(), key=lambda r: (models.index(r["model"]),
+                                                targets.index(r["target"]), r["mode"],
+                                                engines.index(r["engine"])))
 
 
 def write(rows: list[dict], engines: list[str], name: str) -> None:
