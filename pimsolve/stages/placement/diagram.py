@@ -697,7 +697,7 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     before: list[int] = []
     tried: tuple | None = None  # the backward diagram's budget and cuts, once planned
     back = None  # its nodes at ``cut``, to meet each later forward diagram
-    for cells in BUDGETS:
+    for i, cells in enumerate(BUDGETS):
         nodes = _nodes(instance, options, cells)
         if nodes == before:
             continue
@@ -717,10 +717,12 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
             break
         best, largest, runs = max(best, bound.ns), cells, runs + 1
         now = clock.now()
-        following = BUDGETS[min(BUDGETS.index(cells) + 1, len(BUDGETS) - 1)]
-        again = following <= PRIMAL_CELLS or picks is None  # the restricted diagram, next
-        spent = now - (t if again else f)  # what the next budget repeats
-        last = NEXT_COST[1] * spent > deadline - now or cells == BUDGETS[-1]
+        final = i == len(BUDGETS) - 1
+        # what the next budget repeats: its forward diagram, and its restricted one if it
+        # runs that too
+        again = not final and BUDGETS[i + 1] <= PRIMAL_CELLS or picks is None
+        spent = now - (t if again else f)
+        last = NEXT_COST[1] * spent > deadline - now or final
         if (tried is None and (last or cells >= MEET_CELLS) and best < target
                 and bound.front is not None):
             tried = _meeting(instance, options, cut, deadline - now)

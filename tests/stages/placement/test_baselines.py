@@ -526,4 +526,3 @@ def test_a_home_keeping_less_than_levels_share_is_scattered_with_sync_links() ->
     # the greedy seed keeps the share by construction
     inst = sync_tiny()
     assert not scattered(inst, level_search(inst, [2, 2, 0], [1, 1, 1], "throughput"))
-
