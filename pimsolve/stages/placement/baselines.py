@@ -37,7 +37,12 @@ from pimsolve.stages.placement.evaluate import (
     predict,
     whole_ns,
 )
-from pimsolve.stages.placement.instance import Choice, PlacementInstance, PlacementLayer
+from pimsolve.stages.placement.instance import (
+    SYNC_HOME_SHARE,
+    Choice,
+    PlacementInstance,
+    PlacementLayer,
+)
 
 __all__ = ["BASELINES", "DEFAULT_UNFOLDING", "default_choices", "check_counts", "homes",
            "pack", "spread", "even", "even_search", "level", "level_search", "balance", "uniform",
@@ -480,8 +485,10 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
     return best
 
 
-LEVEL_HOME_SHARE = 0.75
-""":func:`level`: a replica's home holds at least this share of the AGs one core can hold."""
+LEVEL_HOME_SHARE = SYNC_HOME_SHARE
+""":func:`level`: a replica's home holds at least this share of the AGs one core can hold, on
+every target (what the formulation asks with sync communication in HT, so that its
+placements are the model's there too)."""
 
 
 def home_keeps(instance: PlacementInstance, u: Choice) -> int:
@@ -492,16 +499,15 @@ def home_keeps(instance: PlacementInstance, u: Choice) -> int:
 
 
 def scattered(instance: PlacementInstance, counts: Sequence[LayerCounts]) -> bool:
-    """HT with sync communication: whether some home keeps fewer of its replica's AGs than
-    :func:`level`'s homes do (``home_keeps``). Such a home meets each of its AGs elsewhere
-    in a paired transfer every window, and in-order cores wait for each other there, which
-    the model does not count: resnet34/PUMA HT, :func:`spread`'s placement of the
-    decomposition's master set (763 of 888 AGs off their homes, 5.7 layers a core) is
-    3964 us in the model and 7.28 ms simulated, balance's 5322 us and 5.43 ms. The
-    decomposition takes no such placement as an incumbent."""
-    if not instance.sync or instance.mode != "ht":
-        return False
-    return any((np.asarray(c.ell) < home_keeps(instance, layer.choices[c.choice])
+    """Whether some home keeps fewer of its replica's AGs than the formulation allows
+    (``PlacementInstance.home_least``: more than one only in HT with sync communication).
+    Such a home meets each of its AGs elsewhere in a paired transfer every window, and
+    in-order cores wait for each other there, which the model does not count:
+    resnet34/PUMA HT, :func:`spread`'s placement of the decomposition's master set (763 of
+    888 AGs off their homes, 5.7 layers a core) is 3964 us in the model and 7.28 ms
+    simulated, balance's 5322 us and 5.43 ms. The decomposition takes no such placement as
+    an incumbent (the greedy placements it seeds from may be)."""
+    return any((np.asarray(c.ell) < instance.home_least(layer.choices[c.choice])
                 * np.asarray(c.rho)).any()
                for layer, c in zip(instance.layers, counts, strict=True))
 

@@ -415,7 +415,7 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
     layer = instance.layers[li]
     u, m = layer.choices[ui], layer.windows_per_replica(layer.replications[ri])
     most = min(u.ags, instance.crossbars_per_core // u.crossbars_per_ag)
-    least = u.ags if instance.computing_mode == "CM" else 1
+    least = instance.home_least(u)
     t_issue, t_out, t_in = issue(u), link(u.out_bytes), link(u.in_bytes)
     t_load, t_store = _home_io(instance, layer, link)
 
@@ -490,6 +490,7 @@ def _counted_floor(instance: PlacementInstance, li: int, ui: int, r: int, floor:
     if r > K:
         return floor
     cm = instance.computing_mode == "CM"
+    u_least = instance.home_least(u)
     # in floats (the model's ticks are Fractions), the result lowered by a hair below
     iss, si, so = float(issue(u)), float(link(u.in_bytes)), float(link(u.out_bytes))
     inp, st = (float(t) for t in _home_io(instance, layer, link))
@@ -521,7 +522,7 @@ def _counted_floor(instance: PlacementInstance, li: int, ui: int, r: int, floor:
         within = [(iss, 0.0), (-so, so * a * h + inp * h), (-si, si * a * h + st * h)]
         if instance.sync:
             within.append((iss - slow, slow * a * h + home * h))
-        return _largest(within, t, a * h if cm else h, min(hi, a * h))
+        return _largest(within, t, u_least * h, min(hi, a * h))
 
     def fits(t: float) -> bool:
         n0 = most(0, t) if not cm else 0

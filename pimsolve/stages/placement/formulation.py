@@ -382,15 +382,15 @@ def _home_cores(model: IntModel, instance: PlacementInstance, li: int,
 def core_counts(model: IntModel, instance: PlacementInstance, u: Choice, name: str,
                 most: int, homes: int) -> tuple[Var, Var, Var]:
     """y, rho, ell of one layer's AGs on one core (``name``: the variables' index), at most
-    ``most`` AGs and ``homes`` homes, tied as every placement has them: rho <= ell <=
-    min(y, A_u rho) (a home keeps one of its replica's AGs at least, all at most) and, in
-    core mode, y = ell = A_u rho (whole replicas on a core)."""
+    ``most`` AGs and ``homes`` homes, tied as every placement has them: q_u rho <= ell <=
+    min(y, A_u rho) (a home keeps q_u = ``home_least`` of its replica's AGs at least, all at
+    most) and, in core mode, y = ell = A_u rho (whole replicas on a core)."""
     y = model.var(0, most, f"y[{name}]")
     rho = model.var(0, homes, f"rho[{name}]")
     ell = model.var(0, most, f"ell[{name}]")
     model.add(ell - y, hi=0)
     model.add(ell - rho * u.ags, hi=0)
-    model.add(ell - rho, lo=0)
+    model.add(ell - rho * instance.home_least(u), lo=0)
     if instance.computing_mode == "CM":
         model.equal(y - ell)
         model.equal(y - rho * u.ags)

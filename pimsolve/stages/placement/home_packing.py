@@ -63,7 +63,7 @@ def _types(instance: PlacementInstance, unit: int) -> dict[tuple[int, int], tupl
     for li, layer in enumerate(instance.layers):
         for ui, u in enumerate(layer.choices):
             size = instance.replica_bytes(li, ui) // unit
-            bars = u.crossbars_per_ag * (u.ags if instance.computing_mode == "CM" else 1)
+            bars = u.crossbars_per_ag * instance.home_least(u)
             if bars > C or size > cap:
                 continue  # no core holds it (the master's per-layer cuts never pick it)
             most = min(max(layer.replications), cap // size if size else C // bars, C // bars)

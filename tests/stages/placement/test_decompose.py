@@ -19,7 +19,13 @@ from pimsolve.solve.model import solve_model
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import Status
 from pimsolve.stages.placement import decompose
-from pimsolve.stages.placement.baselines import BASELINES, check_counts, level_search, spread
+from pimsolve.stages.placement.baselines import (
+    BASELINES,
+    check_counts,
+    level_search,
+    scattered,
+    spread,
+)
 from pimsolve.stages.placement.decompose import (
     MASTER_PARAMS,
     _master_params,
@@ -31,7 +37,13 @@ from pimsolve.stages.placement.evaluate import memory_per_core, predict
 from pimsolve.stages.placement.formulation import TICKS_PER_NS, build_master, build_model
 from pimsolve.stages.placement.instance import build_instance
 from tests.stages.placement.test_baselines import sync_tiny, vgg8
-from tests.stages.placement.test_formulation import CASES, _layer_options, brute_force, instance
+from tests.stages.placement.test_formulation import (
+    CASES,
+    SYNC_HT,
+    _layer_options,
+    brute_force,
+    instance,
+)
 from tests.stages.placement.test_local import resnet18_isaac_ht
 
 
@@ -65,6 +77,19 @@ def test_sync_communication_is_exact(mode, engine):
     assert result.status == Status.OPTIMAL
     assert predict(inst, counts).objective(objective) == pytest.approx(want, abs=0.01)
     assert "serial" in predict(inst, counts).resources
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "milp-highs"])
+def test_sync_ht_decomposition_keeps_the_homes_share(engine):
+    """HT, sync links, 2 cores of 3 crossbars: the master's floors count that a home keeps
+    ``home_least`` of its AGs, and the decomposition proves the brute force's optimum under
+    that rule (115.2 us; 90.88 us if homes could scatter their AGs)."""
+    inst = instance(2, 3, "ht", **SYNC_HT)
+    want = brute_force(inst, "throughput")
+    result, counts = solve_decomposed(inst, "throughput", engine, SolveOptions(relative_gap=0))
+    assert result.status == Status.OPTIMAL and result.bound == result.objective
+    assert check_counts(inst, counts) is None and not scattered(inst, counts)
+    assert predict(inst, counts).time_ns == pytest.approx(want, abs=0.01)
 
 
 @pytest.mark.parametrize("objective", ["energy", "edp"])
@@ -121,7 +146,8 @@ master's home floors (``evaluate.home_floor``) bind."""
 
 @pytest.mark.parametrize(("cores", "crossbars", "mode", "kwargs"),
                          [(*case, {}) for case in CASES[:2] + CASES[3:4]]
-                         + [(2, 2, "ll", SLOW_SYNC), (2, 3, "ll", {"link_gb_per_s": 0.2})])
+                         + [(2, 2, "ll", SLOW_SYNC), (2, 3, "ll", {"link_gb_per_s": 0.2}),
+                            (2, 3, "ht", SYNC_HT)])
 def test_master_never_cuts_off_a_placement(cores, crossbars, mode, kwargs):
     """For every option set, the master's value there is at most the subproblem's optimum
     (its cuts are valid), and both at most what any placement of it predicts."""

@@ -2,7 +2,8 @@
 
 Tiny instances (3 crossbar layers, 2-3 cores of 2-3 crossbars, 128x128 crossbars): the brute
 force enumerates every unfolding, replication and per-core placement (AGs per core, replica
-homes; each home keeps as many of its AGs as it can, which never costs more) and scores each
+homes; each home keeps as many of its AGs as it can, which never costs more, and at least
+``home_least`` of them) and scores each
 with ``evaluate.predict``, the function the model encodes.
 """
 
@@ -73,7 +74,7 @@ def _layer_options(inst, li):
             for y in _spreads(r * u.ags, inst.cores, inst.crossbars_per_core // u.crossbars_per_ag):
                 for rho in _spreads(r, inst.cores, r):
                     ell = np.minimum(y, u.ags * rho)
-                    if (ell < rho).any():
+                    if (ell < inst.home_least(u) * rho).any():
                         continue
                     yield LayerCounts(ui, r, y, rho, ell)
 
@@ -126,6 +127,36 @@ def test_exact_engines_find_the_brute_force_optimum(cores, crossbars, mode, engi
     assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1
     counts = decode_values(pm, values)
     assert predict(inst, counts).objective(objective) == pytest.approx(want, abs=0.01)
+
+
+SYNC_HT = {"communication": "sync", "link_gb_per_s": 1.0, "issue_ns": 1600}
+"""PUMA-like links and issue on 2 cores of 3 crossbars: a home that sends two of its three AGs
+elsewhere evens out the cores' serial work, which ``home_least`` forbids in HT."""
+
+
+@pytest.mark.parametrize("engine", ["cpsat", "milp", "milp-highs"])
+def test_sync_ht_homes_keep_their_share(engine):
+    """HT with sync communication: a home keeps ceil(3/4 min(A, C/X)) of its AGs (3 of conv1's
+    3). Without that rule the brute force would find a faster placement, 90.88 us, that
+    scatters conv1's AGs; the engines find the brute force's optimum under it, 115.2 us."""
+    inst = instance(2, 3, "ht", **SYNC_HT)
+    assert [inst.home_least(u) for u in inst.layers[0].choices] == [3, 3, 2]
+    want = brute_force(inst, "throughput")
+    with mock.patch.object(type(inst), "home_least", lambda self, u: 1):
+        assert brute_force(inst, "throughput") == pytest.approx(90880.0)
+    assert want == pytest.approx(115200.0)
+    # the master's floor of conv1's one replica of 3 AGs: its home issues all 3 AGs' MVMs
+    # for its 36 windows (119.2 us if it could keep one and send two away)
+    assert inst.layers[0].choices[1].ags == 3 and inst.layers[0].windows == 36
+    assert evaluate.home_floor(inst, 0, 1, 0) == pytest.approx(3 * 1600 * 36)
+    pm = build_model(inst, "throughput")
+    result, values = solve_model(pm.model, engine)
+    assert result.status.value == "optimal"
+    assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1
+    counts = decode_values(pm, values)
+    for layer, c in zip(inst.layers, counts, strict=True):
+        assert (c.ell >= inst.home_least(layer.choices[c.choice]) * c.rho).all()
+    assert predict(inst, counts).time_ns == pytest.approx(want, abs=0.01)
 
 
 @pytest.mark.parametrize(("cores", "crossbars", "communication"),

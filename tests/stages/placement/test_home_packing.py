@@ -18,6 +18,7 @@ from pimsolve.stages.placement.decompose import solve_decomposed
 from pimsolve.stages.placement.evaluate import memory_per_core
 from pimsolve.stages.placement.formulation import TICKS_PER_NS
 from pimsolve.stages.placement.home_packing import home_cut
+from pimsolve.stages.placement.instance import PlacementInstance
 from tests.stages.placement.test_formulation import brute_force, instance, least_per_option_set
 
 
@@ -52,9 +53,11 @@ def _fake(sizes, bars, most_r, memory, crossbars, cores):
     unfolding, replications 1..most_r."""
     layers = [SimpleNamespace(choices=[SimpleNamespace(ags=1, crossbars_per_ag=b)],
                               replications=list(range(1, most_r + 1))) for b in bars]
-    return SimpleNamespace(local_memory_bytes=memory, crossbars_per_core=crossbars,
-                           cores=cores, computing_mode="XM", layers=layers,
-                           replica_bytes=lambda li, ui: sizes[li])
+    fake = SimpleNamespace(local_memory_bytes=memory, crossbars_per_core=crossbars,
+                           cores=cores, computing_mode="XM", layers=layers, sync=False,
+                           mode="ht", replica_bytes=lambda li, ui: sizes[li])
+    fake.home_least = lambda u: PlacementInstance.home_least(fake, u)
+    return fake
 
 
 def _patterns(sizes, bars, memory, crossbars, most_r):

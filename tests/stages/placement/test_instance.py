@@ -3,6 +3,7 @@ edges on a real residual network."""
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from types import SimpleNamespace
 
@@ -71,3 +72,20 @@ def test_residual_edges_and_spread_on_resnet18():
     phis = [inst.fanout(conv1, n) for n in range(1, 29)]
     assert phis[0] == 1 and all(a <= b for a, b in zip(phis, phis[1:], strict=False))
     assert phis[1] == Fraction(30, 28)  # two halves of 28 rows: each reads one row more
+
+
+def test_home_least_is_one_but_in_core_mode_and_sync_ht():
+    """A home keeps all its AGs in core mode, ceil(3/4 min(A, C / X)) in HT with sync links
+    (a core of 4 crossbars, AGs of 1: 3 of a replica of 9 or 3 AGs, 2 of one of 2), one
+    otherwise."""
+    from tests.stages.placement.test_baselines import sync_tiny, tiny_instance
+
+    def least(inst):
+        return [inst.home_least(u) for u in inst.layers[0].choices]
+
+    assert [u.ags for u in sync_tiny().layers[0].choices] == [9, 3, 2]
+    assert [u.crossbars_per_ag for u in sync_tiny().layers[0].choices] == [1, 1, 1]
+    assert least(sync_tiny()) == [3, 3, 2]
+    assert least(sync_tiny("ll")) == least(tiny_instance(2, 4, "ht")) == [1, 1, 1]
+    cm = dataclasses.replace(sync_tiny("ll"), computing_mode="CM")
+    assert least(cm) == [9, 3, 2]
