@@ -405,7 +405,10 @@ def build_master(instance: PlacementInstance, objective: str, *,
     ``T >= v`` per option the subproblem has settled makes it exact (``decompose.py``).
 
     ``upper`` (ticks; time objectives): a known placement's T. Placements better than it
-    hold fewer homes per core, which tightens the shared-loads cut (see ``_homes_per_core``).
+    hold fewer homes per core, which tightens the shared-loads cut (see ``_homes_per_core``),
+    and T <= ``upper``: the budgets' own upper bound on T can be thousands of times the
+    optimum, and T times a budget's denominator then reaches 10^15, where HiGHS returned
+    T's upper bound as the optimum of googlenet/PUMA HT's master (CP-SAT: 1230 us).
     """
     _check_objective(objective)
     model = IntModel(f"placement master {instance.model} on {instance.target} "
@@ -423,6 +426,8 @@ def build_master(instance: PlacementInstance, objective: str, *,
     for name, b in budgets.items():
         b.bound(model, time, name)
     model.upper[time.index] = _time_upper(model, budgets)
+    if upper is not None:
+        model.upper[time.index] = max(0, min(model.upper[time.index], math.floor(upper)))
     travel, saved = [], []
     for (li, ui, ri), v in z.items():
         layer = instance.layers[li]

@@ -176,6 +176,22 @@ def test_master_never_cuts_off_a_placement(cores, crossbars, mode, kwargs):
     assert checked >= 1
 
 
+def test_master_time_stays_below_the_known_placement():
+    """Given a known placement's T, the master's T is at most that (the budgets' own bound on
+    T is above it, three times here, thousands of times on googlenet/PUMA HT, where it put
+    HiGHS off), and its optimum is unchanged."""
+    inst = instance(2, 3, "ht")
+    free = build_master(inst, "throughput")
+    result, _ = solve_model(free.model, "cpsat")
+    loose = free.model.upper[free.time.index]
+    upper = int(result.objective) + 10
+    assert loose > 2 * upper
+    capped = build_master(inst, "throughput", upper=upper + 0.5)
+    assert capped.model.upper[capped.time.index] == upper
+    for engine in ("cpsat", "milp-highs"):
+        assert solve_model(capped.model, engine)[0].objective == result.objective
+
+
 def test_master_path_is_the_pipeline_on_a_chain():
     """LL, 2 cores of 3 crossbars: every option set runs conv1's 36 windows, then conv2's 8
     after its first window that reads conv1's last pixel (window 28 of 36), then fc's one:
