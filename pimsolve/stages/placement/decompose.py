@@ -44,6 +44,7 @@ from pimsolve.stages.placement.formulation import (
     PlacementModel,
     build_master,
     build_model,
+    cap_time,
     decode_values,
     hint_values,
     objective_scale,
@@ -280,6 +281,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                                                    or best < 0.98 * master_upper):
             master, master_upper = _master(instance, objective, best, settled, parked,
                                            home_cuts), best
+            if engine != "cpsat" and best is not None and objective in ("latency",
+                                                                        "throughput"):
+                cap_time(master, best)
             clock.charge(master.model.terms, "term")
         t = clock.now()
         clock.charge(master.model.terms, "term")  # its constraints, in CP-SAT's model

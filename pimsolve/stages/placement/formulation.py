@@ -39,8 +39,8 @@ from pimsolve.stages.placement.evaluate import (
 from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["TICKS_PER_NS", "ENERGY_UNIT_PJ", "PlacementModel", "build_model", "build_master",
-           "restrict_room", "restrict_value", "decode_values", "hint_values", "objective_scale",
-           "core_counts"]
+           "cap_time", "restrict_room", "restrict_value", "decode_values", "hint_values",
+           "objective_scale", "core_counts"]
 
 TICKS_PER_NS = round(1 / PERIOD_NS)
 """The model's time unit, the tick: 0.01 ns (``evaluate.PERIOD_NS``, the LL window period's
@@ -405,10 +405,7 @@ def build_master(instance: PlacementInstance, objective: str, *,
     ``T >= v`` per option the subproblem has settled makes it exact (``decompose.py``).
 
     ``upper`` (ticks; time objectives): a known placement's T. Placements better than it
-    hold fewer homes per core, which tightens the shared-loads cut (see ``_homes_per_core``),
-    and T <= ``upper``: the budgets' own upper bound on T can be thousands of times the
-    optimum, and T times a budget's denominator then reaches 10^15, where HiGHS returned
-    T's upper bound as the optimum of googlenet/PUMA HT's master (CP-SAT: 1230 us).
+    hold fewer homes per core, which tightens the shared-loads cut (see ``_homes_per_core``).
     """
     _check_objective(objective)
     model = IntModel(f"placement master {instance.model} on {instance.target} "
@@ -426,8 +423,6 @@ def build_master(instance: PlacementInstance, objective: str, *,
     for name, b in budgets.items():
         b.bound(model, time, name)
     model.upper[time.index] = _time_upper(model, budgets)
-    if upper is not None:
-        model.upper[time.index] = max(0, min(model.upper[time.index], math.floor(upper)))
     travel, saved = [], []
     for (li, ui, ri), v in z.items():
         layer = instance.layers[li]
@@ -439,6 +434,19 @@ def build_master(instance: PlacementInstance, objective: str, *,
                               - layer.load_bytes[ri] * r))
     energy = _objective(model, instance, objective, z, time, travel, saved)
     return PlacementModel(model, instance, objective, z, {}, {}, {}, {}, time, energy)
+
+
+def cap_time(master: PlacementModel, upper: float) -> None:
+    """T <= ``upper`` (ticks), for the MILP engines: the budgets' own bound on T, every option
+    at its worst, can be thousands of times the optimum, and T times a budget's denominator
+    then reaches 10^15, where HiGHS returned T's upper bound as googlenet/PUMA HT's master
+    optimum (CP-SAT: 1230 us). CP-SAT's integer arithmetic needs no cap, and a cap changes
+    which of the master's tied option sets it returns (the simulator tells some apart by up
+    to a third: googlenet/ISAAC HT's placement 1321 -> 1654 us simulated, 1085 -> 1074 us in
+    the model), so CP-SAT's master keeps the budgets' bound."""
+    t = master.time.index
+    master.model.upper[t] = max(master.model.lower[t],
+                                min(master.model.upper[t], math.floor(upper)))
 
 
 def restrict_room(master: PlacementModel, room: float) -> PlacementModel:
