@@ -401,11 +401,12 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
     """A lower bound on ``core_floors`` of layer ``li`` under option (u, r) that needs no
     placement, for the decomposition's master: the home core of a replica runs its m
     windows' inputs in and outputs out (LL; HT loads and stores them through the global
-    memory port, not the link), and between 1 (A in core mode) and
-    min(A, C / X) of its AGs, the others' slices out and partial sums in; the least over
-    that number of the busiest resource (the sum, sync). And no less than the issue of the
-    core holding the most of the layer's A r AGs, ceil(A r / K) at least (A ceil(r / K) in
-    core mode), nor, with sync communication, than the layer's serial work on all cores
+    memory port, not the link), and between q_u (``home_least``: 1, A in core mode, more
+    with sync links in HT) and min(A, C / X) of its AGs, the others' slices out and partial
+    sums in; the least over that number of the busiest resource (the sum, sync). And no
+    less than the issue of the core holding the most of the layer's A r AGs,
+    ceil(A r / K) at least (A ceil(r / K) in core mode), nor, with sync communication,
+    than the layer's serial work on all cores
     (each AG off its home sends and takes a slice and partial sums at both ends) over K.
     ``counted``: and no less than ``_counted_floor``, which counts the AGs a core can hold
     (with no more replicas than cores). In HT a core's time is the sum over the layers it
