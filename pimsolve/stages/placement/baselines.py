@@ -493,9 +493,8 @@ placements are the model's there too)."""
 
 def home_keeps(instance: PlacementInstance, u: Choice) -> int:
     """The AGs a home of unfolding ``u`` keeps in :func:`level`: ``LEVEL_HOME_SHARE`` of
-    those one core can hold, rounded up."""
-    return math.ceil(LEVEL_HOME_SHARE * min(u.ags,
-                                            instance.crossbars_per_core // u.crossbars_per_ag))
+    those one core can hold, rounded up (``PlacementInstance.home_share``)."""
+    return instance.home_share(u)
 
 
 def scattered(instance: PlacementInstance, counts: Sequence[LayerCounts]) -> bool:

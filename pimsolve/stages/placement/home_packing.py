@@ -2,8 +2,9 @@
 packing, and the cut it proves for the master.
 
 Every placement puts each replica's home on one core, with the home's buffers
-(``replica_bytes``, whatever else the core holds) and at least its first AG (X_u crossbars;
-all A_u of them in core mode). So the homes of an option set z are items of a
+(``replica_bytes``, whatever else the core holds) and the AGs it keeps at least
+(``PlacementInstance.home_least`` of them, X_u crossbars each: one; all A_u in core mode;
+more with sync links in HT). So the homes of an option set z are items of a
 two-dimensional bin packing into K cores of M bytes and C crossbars, and any weights pi on
 the home types t = (layer, unfolding) with sum_{t in P} pi_t <= 1 for every pattern P (a
 multiset of homes one core can hold) give, for every placement of every option set,

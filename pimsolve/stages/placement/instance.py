@@ -237,9 +237,13 @@ class PlacementInstance:
         if self.computing_mode == "CM":
             return u.ags
         if self.sync and self.mode == "ht":
-            return math.ceil(SYNC_HOME_SHARE * min(u.ags, self.crossbars_per_core
-                                                   // u.crossbars_per_ag))
+            return self.home_share(u)
         return 1
+
+    def home_share(self, u: Choice) -> int:
+        """``SYNC_HOME_SHARE`` of the AGs (unfolding ``u``) one core can hold, rounded up."""
+        return math.ceil(SYNC_HOME_SHARE * min(u.ags, self.crossbars_per_core
+                                               // u.crossbars_per_ag))
 
     def layer_index(self, name: str) -> int:
         return next(i for i, layer in enumerate(self.layers) if layer.name == name)
