@@ -404,6 +404,10 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         sub = build_model(instance, objective, picks=picks) if clock.left() > 0 else None
         if sub is not None:
             clock.charge(2 * sub.model.terms, "term")  # built, then CP-SAT's
+            known_t = placed[0] if placed is not None else best
+            if engine != "cpsat" and known_t is not None and objective in ("latency",
+                                                                           "throughput"):
+                cap_time(sub, math.ceil(known_t))  # the seed stays feasible
         left = clock.left()  # placing and building took some
         if left <= 0 or sub is None:
             if retry:

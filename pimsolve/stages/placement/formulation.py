@@ -436,17 +436,18 @@ def build_master(instance: PlacementInstance, objective: str, *,
     return PlacementModel(model, instance, objective, z, {}, {}, {}, {}, time, energy)
 
 
-def cap_time(master: PlacementModel, upper: float) -> None:
-    """T <= ``upper`` (ticks), for the MILP engines: the budgets' own bound on T, every option
-    at its worst, can be thousands of times the optimum, and T times a budget's denominator
-    then reaches 10^15, where HiGHS returned T's upper bound as googlenet/PUMA HT's master
-    optimum (CP-SAT: 1230 us). CP-SAT's integer arithmetic needs no cap, and a cap changes
-    which of the master's tied option sets it returns (the simulator tells some apart by up
-    to a third: googlenet/ISAAC HT's placement 1321 -> 1654 us simulated, 1085 -> 1074 us in
-    the model), so CP-SAT's master keeps the budgets' bound."""
-    t = master.time.index
-    master.model.upper[t] = max(master.model.lower[t],
-                                min(master.model.upper[t], math.floor(upper)))
+def cap_time(placement: PlacementModel, upper: float) -> None:
+    """T <= ``upper`` (ticks), for the MILP engines, on a master or a subproblem: the
+    budgets' own bound on T, every option at its worst (the master) or every AG on one core
+    (the subproblem), can be thousands of times the optimum, and T times a budget's
+    denominator then reaches 10^15, where HiGHS returned T's upper bound as googlenet/PUMA
+    HT's master optimum (CP-SAT: 1230 us). CP-SAT's integer arithmetic needs no cap, and a
+    cap changes which of the master's tied option sets it returns (the simulator tells some
+    apart by up to a third: googlenet/ISAAC HT's placement 1321 -> 1654 us simulated, 1085 ->
+    1074 us in the model), so CP-SAT's models keep the budgets' bound."""
+    t = placement.time.index
+    placement.model.upper[t] = max(placement.model.lower[t],
+                                   min(placement.model.upper[t], math.floor(upper)))
 
 
 def restrict_room(master: PlacementModel, room: float) -> PlacementModel:
