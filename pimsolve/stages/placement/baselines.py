@@ -37,16 +37,11 @@ from pimsolve.stages.placement.evaluate import (
     predict,
     whole_ns,
 )
-from pimsolve.stages.placement.instance import (
-    SYNC_HOME_SHARE,
-    Choice,
-    PlacementInstance,
-    PlacementLayer,
-)
+from pimsolve.stages.placement.instance import PlacementInstance, PlacementLayer
 
 __all__ = ["BASELINES", "DEFAULT_UNFOLDING", "default_choices", "check_counts", "homes",
            "pack", "spread", "even", "even_search", "level", "level_search", "balance", "uniform",
-           "w0h0", "one_layer_per_core", "no_replication", "home_keeps", "scattered"]
+           "w0h0", "one_layer_per_core", "no_replication", "scattered"]
 
 DEFAULT_UNFOLDING = "IK2,O,1"
 
@@ -485,21 +480,10 @@ def even_search(instance: PlacementInstance, choices: Sequence[int],
     return best
 
 
-LEVEL_HOME_SHARE = SYNC_HOME_SHARE
-""":func:`level`: a replica's home holds at least this share of the AGs one core can hold, on
-every target (what the formulation asks with sync communication in HT, so that its
-placements are the model's there too)."""
-
-
-def home_keeps(instance: PlacementInstance, u: Choice) -> int:
-    """The AGs a home of unfolding ``u`` keeps in :func:`level`: ``LEVEL_HOME_SHARE`` of
-    those one core can hold, rounded up (``PlacementInstance.home_share``)."""
-    return instance.home_share(u)
-
-
 def scattered(instance: PlacementInstance, counts: Sequence[LayerCounts]) -> bool:
     """Whether some home keeps fewer of its replica's AGs than the formulation allows
-    (``PlacementInstance.home_least``: more than one only in HT with sync communication).
+    (``PlacementInstance.home_least``: all in core mode, a share with sync links in HT, else
+    one).
     Such a home meets each of its AGs elsewhere in a paired transfer every window, and
     in-order cores wait for each other there, which the model does not count:
     resnet34/PUMA HT, :func:`spread`'s placement of the decomposition's master set (763 of
@@ -602,10 +586,12 @@ def level(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[in
         take = most_under_cap(rates, home, upper)
         if instance.computing_mode == "CM":
             take = np.where(take == a, a, 0)
-        # a home keeps most of what a core can hold: a replica scattered over many cores
+        # a home keeps most of what a core can hold (``PlacementInstance.home_share``, on
+        # every target: what the formulation asks in HT with sync links, so that level's
+        # placements are the model's there too): a replica scattered over many cores
         # makes its home a hub that must meet every one of them, which the model does not
         # count (PUMA HT, sync: -40% instead of -7% prediction error)
-        take = np.where(take >= home_keeps(instance, u), take, 0)
+        take = np.where(take >= instance.home_share(u), take, 0)
         if not take.any():
             return None
         overlap = ht and layer.overlap(layer.replications.index(reps[i])) > 0

@@ -281,9 +281,7 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                                                    or best < 0.98 * master_upper):
             master, master_upper = _master(instance, objective, best, settled, parked,
                                            home_cuts), best
-            if engine != "cpsat" and best is not None and objective in ("latency",
-                                                                        "throughput"):
-                cap_time(master, best)
+            _cap_milp(master, engine, objective, best)
             clock.charge(master.model.terms, "term")
         t = clock.now()
         clock.charge(master.model.terms, "term")  # its constraints, in CP-SAT's model
@@ -404,10 +402,9 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         sub = build_model(instance, objective, picks=picks) if clock.left() > 0 else None
         if sub is not None:
             clock.charge(2 * sub.model.terms, "term")  # built, then CP-SAT's
-            known_t = placed[0] if placed is not None else best
-            if engine != "cpsat" and known_t is not None and objective in ("latency",
-                                                                           "throughput"):
-                cap_time(sub, math.ceil(known_t))  # the seed stays feasible
+            upper = placed[0] if placed is not None else best
+            _cap_milp(sub, engine, objective,  # rounded up: the seed stays feasible
+                      None if upper is None else math.ceil(upper))
         left = clock.left()  # placing and building took some
         if left <= 0 or sub is None:
             if retry:
@@ -464,6 +461,15 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
                        wall_s=wall, deterministic_s=None, seed=options.seed,
                        stop_reason=reason, params=master_result.params if master_result else "",
                        stats=stats), best_counts
+
+
+def _cap_milp(placement: PlacementModel, engine: str, objective: str,
+              upper: float | None) -> None:
+    """For the MILP engines and a time objective, T at most ``upper`` (model units, a known
+    placement's), where one is known (``formulation.cap_time``: the budgets' own bound on T
+    misled HiGHS); CP-SAT's models keep that bound."""
+    if engine != "cpsat" and upper is not None and objective in ("latency", "throughput"):
+        cap_time(placement, upper)
 
 
 def _roomy(instance: PlacementInstance, objective: str, master: PlacementModel, engine: str,

@@ -16,7 +16,6 @@ from pimsolve.frontend.load import load_onnx
 from pimsolve.lowering import lower
 from pimsolve.stages.placement.baselines import (
     BASELINES,
-    LEVEL_HOME_SHARE,
     check_counts,
     default_choices,
     even,
@@ -38,7 +37,7 @@ from pimsolve.stages.placement.evaluate import (
     per_core,
     predict,
 )
-from pimsolve.stages.placement.instance import build_instance
+from pimsolve.stages.placement.instance import SYNC_HOME_SHARE, build_instance
 from pimsolve.stages.placement.reference import reference_mapping
 from pimsolve.target import load_target
 from tests.simulate.test_checks import tiny_cnn
@@ -333,7 +332,7 @@ def test_level_keeps_every_core_under_its_cap(share: float) -> None:
     for layer, c in zip(inst.layers, counts, strict=True):
         u = layer.choices[c.choice]
         at_home = c.ell[c.rho > 0] / c.rho[c.rho > 0]
-        assert (at_home >= np.ceil(LEVEL_HOME_SHARE * min(
+        assert (at_home >= np.ceil(SYNC_HOME_SHARE * min(
             u.ags, inst.crossbars_per_core // u.crossbars_per_ag)) - 1e-9).all()
 
 
