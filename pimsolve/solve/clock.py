@@ -27,6 +27,7 @@ WORK_S = {
     "term": 10e-6,
     "cell": 0.04e-6,
     "restricted_cell": 0.02e-6,
+    "completion_cell": 4e-9,
     "window": 0.6e-6,
     "core_layer": 0.5e-6,
     "replica": 70e-6,
@@ -40,7 +41,9 @@ to 12 s of wall a deterministic second; at 2.5, vgg8-28/PUMA LL took 29 s for a 
 the LL masters, 1.5 to 5.3 s, pay 'dtime'), a constraint term built or handed to CP-SAT
 ('term'; 5 to 20 us), a window time a decision diagram computes ('cell'; 7.2 s for 202 M),
 one the restricted diagram computes, which merges no nodes ('restricted_cell'; 16 to 24 ns on
-the 28x28 and 224x224 LL instances, 1 M to 39 M cells), a
+the 28x28 and 224x224 LL instances, 1 M to 39 M cells), a window time a child's completion
+bound adds to it ('completion_cell', ``diagram._completed``, and the running minima it reads;
+2.5 to 5.4 ns on resnet18-28/ISAAC and Arch-C and resnet34/ISAAC LL, 0.1 to 0.6 G cells), a
 window a pipeline evaluation goes through ('window'; 0.5 to 0.85 us), a (layer, core) pair a
 valuation of a placement sums ('core_layer'; 0.3 to 2.5 us), a replica one pass of a greedy
 placement places ('replica'; ``baselines.PASS_COST`` times, 20 to 113 us for a pass of

@@ -30,6 +30,7 @@ from pimsolve.stages.placement.diagram import (
     floor_bound,
     floor_options,
     meet_bound,
+    pruned_bound,
 )
 from pimsolve.stages.placement.evaluate import floor_latency, predict
 from pimsolve.stages.placement.formulation import objective_scale
@@ -186,6 +187,71 @@ def test_met_diagrams_stay_below_the_least_floor(name, cells, cut, upper, by):
     assert bound <= least + 1e-6 and bound <= cap
 
 
+@pytest.mark.parametrize("name", CASES)
+def test_unmerged_pruned_diagram_is_the_least_floor(name):
+    """Unmerged, pruning drops no child on the way to the least floor: with or without an
+    ``upper`` above it, the pruned diagram is the least floor, and the guided restricted
+    diagram's option set has it."""
+    inst = case(name)
+    least = least_floor(name)
+    for upper in (math.inf, 1.1 * least):
+        assert pruned_bound(inst, 10**9, 10**9, upper=upper) == pytest.approx(least, abs=1e-6)
+    options = diagram._layer_options(inst)
+    value, picks = diagram._restricted(inst, options, 10**9, None, 1.0, True, Clock(),
+                                       _completions(inst, 10**9), 1.1 * least)
+    assert value == pytest.approx(least, abs=1e-6)
+    assert _floor(inst, picks) == pytest.approx(value, abs=1e-6) and _fits(inst, picks)
+
+
+def _completions(inst, cells):
+    """The backward diagram's nodes at every cut, as ``_completed`` reads them."""
+    return {c: diagram._completion(back, Clock()) for c, back in diagram._backwards(
+        inst, diagram._layer_options(inst), cells, tuple(range(len(inst.layers) - 1)), None,
+        Clock(), "middle")}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(CASES), cells=st.integers(1, 5000),
+       back_cells=st.integers(1, 5000), upper=st.sampled_from([math.inf, 0.9, 1.0, 1.1]),
+       by=st.sampled_from(KEYS))
+def test_pruned_diagram_stays_below_the_least_floor(name, cells, back_cells, upper, by):
+    """Merged on both sides down to one node a layer, the completion bound of a child is
+    below the floor of every option set it stands for, so dropping those at or above
+    ``upper`` keeps the bound below the least floor (and ``upper``); the guided restricted
+    diagram's option set, if it finds one, fits and has the floor it reports (which may be
+    above ``upper``: the bound that kept its prefixes is below it)."""
+    inst = case(name)
+    least = least_floor(name)
+    cap = upper * least if upper != math.inf else math.inf
+    with mock.patch.object(diagram, "MIN_NODES", 1):
+        bound = pruned_bound(inst, cells, back_cells, upper=cap, by=by)
+        found = diagram._restricted(inst, diagram._layer_options(inst), cells, None, 1.0,
+                                    True, Clock(), _completions(inst, back_cells), cap)
+    assert bound <= least + 1e-6 and bound <= cap
+    if found is not None:
+        value, picks = found
+        assert value >= least - 1e-6
+        assert _floor(inst, picks) == pytest.approx(value, abs=1e-6) and _fits(inst, picks)
+
+
+def test_pruning_lifts_the_vgg8_chain_to_its_least_floor():
+    """vgg8 chain, one node a layer on both sides: the forward diagram gives 899.8 us; pruned
+    below 1.01 times the least floor (1071.8 us) by the backward diagram's nodes, it gives
+    the least floor, and the restricted diagram guided by them finds an option set with it,
+    where unguided it ends with one of 1117.5 us."""
+    inst = case("vgg8")
+    least = least_floor("vgg8")
+    options = diagram._layer_options(inst)
+    with mock.patch.object(diagram, "MIN_NODES", 1):
+        assert floor_bound(inst, 1) == pytest.approx(FORWARD_NS, abs=0.01)
+        assert pruned_bound(inst, 1, 1, upper=1.01 * least) == pytest.approx(least, abs=1e-6)
+        guided = diagram._restricted(inst, options, 1, None, 1.0, True, Clock(),
+                                     _completions(inst, 1), math.inf)
+        alone = diagram._restricted(inst, options, 1, None, 1.0, True, Clock())
+    assert guided[0] == pytest.approx(least, abs=1e-6)
+    assert alone[0] == pytest.approx(1_117_470, abs=100)
+
+
 def test_meeting_merges_less_than_the_forward_diagram():
     """vgg8 chain, one node a layer: the forward diagram merges all eight layers (899.8 us);
     met after the first layer, the backward one merges seven and the forward none: 972.6 us,
@@ -199,10 +265,10 @@ def test_meeting_merges_less_than_the_forward_diagram():
     assert met <= least_floor("vgg8")
 
 
-def _meetings(budgets, meet_cells, fits=diagram.BACKWARD_FITS):
+def _meetings(budgets, meet_cells, fits=diagram.BACKWARD_FITS, prune=False):
     """``diagram_bound`` on the vgg8 chain at one node a layer (``MIN_NODES``; more where a
-    budget holds them): its bound, the (cells, cuts) of each backward diagram it ran and
-    how many times it met two diagrams."""
+    budget holds them), pruning or not (``PRUNE``): its bound, the (cells, cuts) of each
+    backward diagram it ran and how many times it met two diagrams."""
     inst = case("vgg8")
     calls, met = [], []
     backwards, meet = diagram._backwards, diagram._meet
@@ -220,7 +286,8 @@ def _meetings(budgets, meet_cells, fits=diagram.BACKWARD_FITS):
           mock.patch.object(diagram, "MEET_CELLS", meet_cells),
           mock.patch.object(diagram, "_backwards", spy),
           mock.patch.object(diagram, "_meet", count),
-          mock.patch.object(diagram, "BACKWARD_FITS", fits)):
+          mock.patch.object(diagram, "BACKWARD_FITS", fits),
+          mock.patch.object(diagram, "PRUNE", prune)):
         found = diagram_bound(inst, 60.0)
     return found.bound_ns, calls, len(met)
 
@@ -257,6 +324,15 @@ def test_diagram_bound_meets_once_and_each_forward_diagram_after():
     bound, calls, met = _meetings((1, 300), 1)
     assert calls == [(1, (1, 0))] and met == 3
     assert bound >= MET_AT_CONV_0_NS - 0.01
+
+
+def test_diagram_bound_prunes_after_its_meeting():
+    """Pruning (``PRUNE``), the one backward diagram passes every cut to the first layer and
+    meets as before; its nodes there then prune the forward diagram of the same budget,
+    which reaches the least floor (1071.8 us) where the meetings gave 1023.8 us."""
+    bound, calls, met = _meetings((1,), 1, prune=True)
+    assert calls == [(1, tuple(range(len(case("vgg8").layers) - 1)))] and met == 2
+    assert bound == pytest.approx(least_floor("vgg8"), abs=1e-6)
 
 
 def test_diagram_bound_does_not_meet_without_the_time():
