@@ -774,11 +774,38 @@ class _Generator:
         em.free(out)
 
     # ---- LL: Alg. 2 ----------------------------------------------------------------------
+    def _taken_in(self) -> list[int]:
+        """LL, per core: the elements its crossbar work takes in over the inference (partial
+        sums at a replica's home from its AGs elsewhere, input slices at those AGs' cores)."""
+        taken = [0] * self.cores
+        for lt in self.tasks:
+            if lt.kind != "mvm":
+                continue
+            replicas = self.replicas[lt.layer.name]
+            for k, ids in enumerate(replicas):
+                home = self.slots[ids[0]].core
+                windows = ((k + 1) * lt.tasks // len(replicas)) - (k * lt.tasks // len(replicas))
+                for s in ids:
+                    ag = self.slots[s]
+                    if ag.core != home:
+                        taken[home] += windows * ag.cols
+                        taken[ag.core] += windows * ag.rows
+        return taken
+
     def low_latency(self) -> None:
         owner: dict[Key, int] = {}
         inputs = set(self.layout.inputs)
+        taken = self._taken_in()
+        per_chip = self.target.chip.cores
 
         def near(lt: LayerTasks, task: int) -> int:
+            """Where a vector task runs: the core holding most of its input pixels; of a tie
+            (a join's producers, a pool over two replicas' rows), on the lowest tied core's
+            chip, the one that takes in least (``_taken_in`` and the vector tasks' inputs so
+            far). The placement model counts what a join takes in nowhere, so it goes where
+            it delays least: next to a home whose link its layer's floor already fills, the
+            lowest core id put every residual Add of resnet18-28's layer3 (ISAAC, LL) on
+            Conv_11's home, whose inbound link then took 166 us of the Adds' inputs."""
             if lt.kind == "gpool":
                 keys = [(lt.inputs[0], lt.pool_pixels(self.layout, task)[0])]
             else:
@@ -789,7 +816,14 @@ class _Generator:
                     votes[owner[key]] = votes.get(owner[key], 0) + 1
             if not votes:
                 return self._spread(lt, task)
-            return max(sorted(votes), key=votes.__getitem__)
+            most = max(votes.values())
+            tied = [c for c in sorted(votes) if votes[c] == most]
+            core = min((c for c in tied if c // per_chip == tied[0] // per_chip),
+                       key=taken.__getitem__)
+            for key in keys:
+                if owner.get(key, core) != core:
+                    taken[core] += self.layout.tensors[key[0]].channels
+            return core
 
         layers: list[list[_Worker]] = []
         self.refs: dict[tuple[int, Key], int] = {}

@@ -447,3 +447,40 @@ def test_ht_energy_charges_the_vector_layers_global_memory() -> None:
     ll = build_instance(inspection.graph, inspection.workload, target, "ll")
     assert ht.constant_energy_pj - ll.constant_energy_pj == pytest.approx(
         ht.vector_gm_bytes * ht.gm_pj_per_byte)
+
+
+def _join_on(conv1_cores: tuple[int, int]) -> set[int]:
+    """The skip block (conv1 -> conv2, add(conv2, conv1) -> conv3) in LL on ISAAC, one
+    replica a layer of two AGs: conv1's on ``conv1_cores`` (home first), conv2's on core 1,
+    conv3's on core 3. The cores the add's vector operations run on."""
+    from tests.stages.placement.test_diagram import skip_block
+
+    target = load_target("isaac")
+    inspection = inspect_model(skip_block(), target=target)
+    instance = build_instance(inspection.graph, inspection.workload, target, "ll")
+    counts = []
+    for layer, cores in zip(instance.layers, (conv1_cores, (1, 1), (3, 3)), strict=True):
+        choice = next(i for i, u in enumerate(layer.choices) if u.ags == 2)
+        y = np.zeros(instance.cores, dtype=np.int64)
+        rho, ell = y.copy(), y.copy()
+        for core in cores:
+            y[core] += 1
+        rho[cores[0]] = 1
+        ell[cores[0]] = y[cores[0]]
+        counts.append(LayerCounts(choice, 1, y, rho, ell))
+    program = generate(inspection.graph, inspection.workload,
+                       decode(instance, counts, engine="test"), target)
+    assert verify(program, target).passed
+    tag = program.layers.index("add")
+    return {k for k, stream in enumerate(program.cores)
+            if ((stream.tags == tag) & (stream.code[:, 0] == Op.VEC)).any()}
+
+
+def test_a_join_goes_next_to_the_producer_that_takes_in_less() -> None:
+    """Each window of the add reads conv1's output on core 0 and conv2's on core 1: a tie.
+    With conv1's second AG on core 2, core 0 takes in its 36 windows' partial sums, more
+    than all the add's inputs, so every window runs on core 1 (on core 0, the lowest id,
+    before); with both of conv1's AGs at home the two cores take turns, each window on
+    the one that has taken in less."""
+    assert _join_on((0, 2)) == {1}
+    assert _join_on((0, 0)) == {0, 1}
