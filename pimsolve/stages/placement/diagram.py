@@ -283,6 +283,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
         made = np.concatenate([k[3] for k in kids]) if last_read.get(li, -1) > li else None
         inherited = {p: a for p, a in done.items() if last_read[p] > li}
         del kids, ready
+        rank = end  # restricted: each group's child of the least rank goes on
         if completion is not None and li in completion:
             clock.charge(len(end) * completion[li].width, "completion_cell")
             completed = _completed(completion[li], used, end, parent, inherited, made, li,
@@ -292,11 +293,12 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
                 return _Found(upper, None)
             used, end, parent, option = used[keep], end[keep], parent[keep], option[keep]
             made = None if made is None else made[keep]
-            # restricted: each group's child of the least bound goes on
-            key = completed[keep] if restricted else key[keep]
+            if restricted:
+                key = rank = completed[keep]
+            else:
+                key = key[keep]
         if restricted:
-            keep = _representatives(used, end if completion is None or li not in completion
-                                    else key, key, nodes[li])
+            keep = _representatives(used, rank, key, nodes[li])
             picked = np.column_stack([picked[parent[keep]], option[keep]])
             resources, finish = used[keep], end[keep]
             done = {p: a[parent[keep]] for p, a in inherited.items()}
@@ -786,7 +788,9 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     At ``MEET_CELLS``, or at the budget after which the next may not finish (the most of
     ``NEXT_COST``), one backward diagram as the time left allows (``_meeting``), met on its
     way with the forward diagram's nodes after ``_meet_cut`` and with the first layer's
-    options (``meet_bound``), and kept at ``_meet_cut`` to meet each later forward diagram.
+    options (``meet_bound``), and kept at ``_meet_cut`` to meet each later forward diagram;
+    with ``PRUNE`` its nodes at every cut it passed then guide the restricted diagram and
+    prune the forward one (``_completed``), at that budget again and at every later one.
     ``seconds`` of ``clock`` (a new wall clock if None)."""
     clock = clock or Clock()
     deadline = clock.now() + seconds
