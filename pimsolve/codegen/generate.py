@@ -802,10 +802,10 @@ class _Generator:
             """Where a vector task runs: the core holding most of its input pixels; of a tie
             (a join's producers, a pool over two replicas' rows), on the lowest tied core's
             chip, the one that takes in least (``_taken_in`` and the vector tasks' inputs so
-            far). The placement model counts what a join takes in nowhere, so it goes where
-            it delays least: next to a home whose link its layer's floor already fills, the
-            lowest core id put every residual Add of resnet18-28's layer3 (ISAAC, LL) on
-            Conv_11's home, whose inbound link then took 166 us of the Adds' inputs."""
+            far). The placement model counts what a join takes in on no core, so it should
+            go where it delays least. The lowest core id, the rule before, put every residual
+            Add of resnet18-28's layer3 (ISAAC, LL) on Conv_11's home, whose inbound link
+            Conv_11's own floor already fills; the Adds' inputs added 166 us of receives."""
             if lt.kind == "gpool":
                 keys = [(lt.inputs[0], lt.pool_pixels(self.layout, task)[0])]
             else:
