@@ -33,6 +33,7 @@ from pimsolve.stages.placement.instance import _vector_gm_bytes, build_instance
 from pimsolve.stages.placement.reference import reference_mapping
 from tests.simulate.test_checks import small_ll, target_of, tiny_cnn
 from tests.simulate.test_functional import FLOAT_TOLERANCE, NETWORKS, _model
+from tests.stages.placement.test_diagram import skip_block
 
 pytest.importorskip("onnxruntime")
 
@@ -453,8 +454,6 @@ def _join_on(conv1_cores: tuple[int, int]) -> set[int]:
     """The skip block (conv1 -> conv2, add(conv2, conv1) -> conv3) in LL on ISAAC, one
     replica a layer of two AGs: conv1's on ``conv1_cores`` (home first), conv2's on core 1,
     conv3's on core 3. The cores the add's vector operations run on."""
-    from tests.stages.placement.test_diagram import skip_block
-
     target = load_target("isaac")
     inspection = inspect_model(skip_block(), target=target)
     instance = build_instance(inspection.graph, inspection.workload, target, "ll")

@@ -245,8 +245,8 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     besides (``_Found.front``, for ``_meet``). With ``completion``, the children whose
     ``_completed`` bound is no less than ``upper`` are dropped: no option set they stand
     for has a floor below it, and the merged groups of the rest lose less; the restricted
-    diagram then groups the rest by that bound and keeps each group's least (where the
-    bound is tight, the option set it ends with has the least floor)."""
+    diagram then orders the rest by crossbars and that bound and keeps each group's child
+    of the least bound (where the bound is tight, its option set has the least floor)."""
     layers = instance.layers
     room = _room(instance, share)
     if not all(options):
@@ -363,10 +363,20 @@ class _Completion:
 def _completion(back: _Frontier, clock: Clock) -> _Completion:
     """``back`` by crossbars, each vector the least of its node's and those before."""
     order = np.argsort(back.resources[:, 0], kind="stable")
-    out = {p: np.minimum.accumulate(a[order].astype(np.int64), axis=0)
-           for p, a in back.vectors.items()}
-    clock.charge(len(order) * sum(a.shape[1] for a in out.values()), "completion_cell")
-    return _Completion(back.resources[order, 0], out)
+    completion = _Completion(back.resources[order, 0], {
+        p: np.minimum.accumulate(a[order].astype(np.int64), axis=0)
+        for p, a in back.vectors.items()})
+    clock.charge(len(order) * completion.width, "completion_cell")
+    return completion
+
+
+def _completions(instance: PlacementInstance, options: list[list[_Option]], cells: int,
+                 deadline: float | None, clock: Clock) -> dict[int, _Completion]:
+    """The backward diagram (``cells``) to the first layer, a ``_completion`` at every cut
+    (those it passed where ``clock`` passed ``deadline``)."""
+    return {c: _completion(back, clock) for c, back in _backwards(
+        instance, options, cells, tuple(range(len(instance.layers) - 1)), deadline, clock,
+        "middle")}
 
 
 _CHUNK = 4096  # children at a time in ``_completed`` (bounds its temporary arrays)
@@ -430,9 +440,7 @@ def pruned_bound(instance: PlacementInstance, cells: int, back_cells: int, *,
     floor is below it; None if ``clock`` passed ``deadline`` first."""
     clock = clock or Clock()
     options = _layer_options(instance)
-    completion = {c: _completion(back, clock) for c, back in _backwards(
-        instance, options, back_cells, tuple(range(len(instance.layers) - 1)), deadline,
-        clock, "middle")}
+    completion = _completions(instance, options, back_cells, deadline, clock)
     if deadline is not None and clock.now() > deadline:
         return None
     found = _diagram(instance, options, _nodes(instance, options, cells), upper, deadline,

@@ -205,9 +205,7 @@ def test_unmerged_pruned_diagram_is_the_least_floor(name):
 
 def _completions(inst, cells):
     """The backward diagram's nodes at every cut, as ``_completed`` reads them."""
-    return {c: diagram._completion(back, Clock()) for c, back in diagram._backwards(
-        inst, diagram._layer_options(inst), cells, tuple(range(len(inst.layers) - 1)), None,
-        Clock(), "middle")}
+    return diagram._completions(inst, diagram._layer_options(inst), cells, None, Clock())
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
