@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pimsolve.ir.program import UNARY, Op, Program, VecOp, units
+from pimsolve.simulate.simulator import unit_streams
 from pimsolve.target import CrossbarTarget
 
 __all__ = ["Violation", "CheckReport", "verify"]
@@ -329,8 +330,11 @@ def _check_communication(program: Program, target: CrossbarTarget, out: _Collect
             matched = False
     if not matched:
         return
-    # untimed replay of the blocking rules: who can make progress?
     sync = target.chip.interconnect.communication == "sync"
+    if target.core.execution != "in_order" and not sync:
+        _replay_streams(program, out)
+        return
+    # untimed replay of the blocking rules: who can make progress?
     pc = [0] * n_cores
     queues: dict[tuple[int, int], deque] = {}
     at_barrier: dict[int, set[int]] = {}
@@ -383,6 +387,79 @@ def _check_communication(program: Program, target: CrossbarTarget, out: _Collect
     for c in range(n_cores):
         if pc[c] < len(comm[c]):
             i, op, peer, _, _, _ = comm[c][pc[c]]
-            what = f"barrier {peer}" if op == Op.BARRIER else f"core {peer}"
-            out.add("deadlock", c, i, f"blocked forever waiting on {what} (communication "
-                    "deadlock)")
+            _blocked(program, c, i, out)
+
+
+def _blocked(program: Program, c: int, i: int, out: _Collector) -> None:
+    op, peer = program.cores[c].code[i, :2].tolist()
+    what = f"barrier {peer}" if op == Op.BARRIER else f"core {peer}"
+    out.add("deadlock", c, i, f"blocked forever waiting on {what} (communication deadlock)")
+
+
+def _replay_streams(program: Program, out: _Collector) -> None:
+    """The untimed replay on out-of-order cores with async communication, which run one
+    stream per unit (``simulator.unit_streams``): an instruction goes when its deps and the
+    barrier before it have; a recv when its data has been sent, a barrier when its core has
+    done everything before it and every core has reached it. Each core still blocked is
+    reported at its first recv or barrier that cannot go."""
+    n_cores = len(program.cores)
+    split = [unit_streams(s.code) for s in program.cores]
+    head = [[0] * len(streams) for streams, _ in split]
+    done = [[False] * len(s) for s in program.cores]
+    n_done = [0] * n_cores
+    sent: dict[tuple[int, int], int] = {}
+    at_barrier: dict[int, list[tuple[int, int]]] = {}
+    work, queued = deque(range(n_cores)), [True] * n_cores
+
+    def wake(k: int) -> None:
+        if not queued[k]:
+            queued[k] = True
+            work.append(k)
+
+    while work:
+        c = work.popleft()
+        queued[c] = False
+        streams, fenced = split[c]
+        ops, peers = program.cores[c].code[:, 0].tolist(), program.cores[c].code[:, 1].tolist()
+        ptr, flat = program.cores[c].dep_ptr.tolist(), program.cores[c].deps.tolist()
+        done_c, heads = done[c], head[c]
+        again = True
+        while again:
+            again = False
+            for k, order in enumerate(streams):
+                while heads[k] < len(order):
+                    i = order[heads[k]]
+                    if not done_c[i]:
+                        b = fenced[i]
+                        if b >= 0 and not done_c[b] or not all(
+                                done_c[flat[x]] for x in range(ptr[i], ptr[i + 1])):
+                            break
+                        op, peer = ops[i], peers[i]
+                        if op == Op.SEND:
+                            sent[(c, peer)] = sent.get((c, peer), 0) + 1
+                            wake(peer)
+                        elif op == Op.RECV:
+                            if not sent.get((peer, c)):
+                                break
+                            sent[(peer, c)] -= 1
+                        elif op == Op.BARRIER:
+                            if n_done[c] < i or (c, i) in at_barrier.get(peer, []):
+                                break
+                            arrived = at_barrier.setdefault(peer, [])
+                            arrived.append((c, i))
+                            if len(arrived) < n_cores:
+                                break
+                            for core, j in at_barrier.pop(peer):
+                                done[core][j] = True
+                                n_done[core] += 1
+                                wake(core)
+                            continue
+                        done_c[i] = True
+                        n_done[c] += 1
+                    heads[k] += 1
+                    again = True
+    for c, (streams, _) in enumerate(split):
+        heads = [order[h] for order, h in zip(streams, head[c], strict=True) if h < len(order)]
+        stuck = [i for i in heads if program.cores[c].code[i, 0] in (Op.RECV, Op.BARRIER)]
+        if heads:
+            _blocked(program, c, min(stuck or heads), out)

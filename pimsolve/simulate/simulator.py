@@ -9,7 +9,9 @@ The model (documented in ``formulations/simulator.md``), per core:
 * An instruction starts when its dependencies have completed, its unit is free and (``load`` /
   ``store``) the chip's global memory is free; an **in-order** core also never starts an
   instruction before the previous one started (a stalled instruction blocks those behind it),
-  an **out-of-order** core does not wait for unrelated earlier instructions.
+  an **out-of-order** core does not wait for unrelated earlier instructions: with async
+  communication it runs one stream per unit (``unit_streams``), so not even for a recv
+  whose data has not come.
 * Durations: ``mvm`` ``mvm_latency_ns`` per block of ``parallel_rows`` rows; ``vec``
   ``op_latency_ns`` per ``lanes`` elements; copy/write bytes / local bandwidth; load/store bytes
   / global bandwidth (the chip's global memory serves one transfer at a time) plus its latency;
@@ -38,7 +40,7 @@ from pimsolve.errors import InputError
 from pimsolve.ir.program import FIXED_UNITS, Op, Program, units
 from pimsolve.target import CrossbarTarget
 
-__all__ = ["Timeline", "run", "hops", "Deadlock"]
+__all__ = ["Timeline", "run", "hops", "Deadlock", "unit_streams"]
 
 
 class Deadlock(InputError):
@@ -65,6 +67,18 @@ def hops(target: CrossbarTarget, a: int, b: int) -> int:
     cols = net.mesh_columns or math.ceil(math.sqrt(n))
     a, b = a % n, b % n
     return abs(a // cols - b // cols) + abs(a % cols - b % cols)
+
+
+def unit_streams(code: np.ndarray) -> tuple[list[list[int]], list[int]]:
+    """How an out-of-order core with async communication runs: its instructions split into
+    one stream per unit, each in program order (every array group's MVMs and crossbar
+    programming in one, as they share the core's MVM issue); and for each instruction the
+    barrier before it (-1: none), which it cannot pass."""
+    u = np.minimum(units(code), FIXED_UNITS)
+    streams = [np.flatnonzero(u == k).tolist() for k in np.unique(u)]
+    barriers = np.flatnonzero(code[:, 0] == Op.BARRIER)
+    at = np.searchsorted(barriers, np.arange(len(code))) - 1
+    return streams, np.where(at >= 0, np.append(barriers, -1)[at], -1).tolist()
 
 
 def _durations(code: np.ndarray, program: Program, target: CrossbarTarget) -> np.ndarray:
@@ -136,8 +150,18 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
     work = deque(range(n_cores))
     queued = [True] * n_cores
     requests: list[tuple[float, int, int]] = []  # (ready time, core, instruction) of shared use
-    granted = [-1] * n_cores
-    asked = [-1] * n_cores  # the instruction whose request is queued (one per core)
+    granted: set[tuple[int, int]] = set()
+    asked: set[tuple[int, int]] = set()  # (core, instruction) whose request is queued
+    timed = [[False] * n for n in count]
+    n_timed = [0] * n_cores
+    # out-of-order cores with async communication run one stream per unit (unit_streams):
+    # an instruction waits only for its deps and its unit, not for a recv before it whose
+    # data has not come or a send, load or store not yet granted
+    streams = None
+    if not in_order and not sync:
+        streams, fenced = zip(*(unit_streams(s.code) for s in program.cores), strict=True)
+        head = [[0] * len(x) for x in streams]
+        wait_on = [[-1] * len(x) for x in streams]  # an untimed instruction the head needs
 
     def wake(k: int) -> None:
         if not queued[k]:
@@ -185,6 +209,8 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
         last[c] = t
         pc[c] = i + 1
         waiting[c] = False
+        timed[c][i] = True
+        n_timed[c] += 1
 
     def rendezvous(sender: int, i: int, receiver: int, j: int, t: float) -> None:
         """sync: send ``i`` of ``sender`` and recv ``j`` of ``receiver`` both ready by ``t``
@@ -233,9 +259,9 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 wake(peer)
                 return False
             t = ready(c, i)
-            if granted[c] != i:  # the links are shared: book them in time order
-                if asked[c] != i:
-                    asked[c] = i
+            if (c, i) not in granted:  # the links are shared: book them in time order
+                if (c, i) not in asked:
+                    asked.add((c, i))
                     heapq.heappush(requests, (max(t, ufree[c * FIXED_UNITS + 3]), c, i))
                 return False
             t0, arrive = wire(c, peer, ee[c][i], t)
@@ -304,9 +330,9 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 f = t + d
                 ufree[u] = f
             elif op == 4 or op == 5:
-                if granted[c] != i:  # the global memory is shared: book it in time order
-                    if asked[c] != i:  # woken meanwhile: the request is queued already
-                        asked[c] = i
+                if (c, i) not in granted:  # the global memory is shared: in time order
+                    if (c, i) not in asked:  # woken meanwhile: the request is queued already
+                        asked.add((c, i))
                         heapq.heappush(requests, (t, c, i))
                     break
                 x = gm_free[chip]
@@ -323,21 +349,101 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
             i += 1
         last[c], mvm_next[c], pc[c] = t_last, t_mvm, i
 
+    def advance_streams(c: int) -> None:
+        """Out-of-order core, async communication: run each unit's stream as far as its
+        deps allow; a stream blocks alone on its communication or shared-resource request."""
+        ops_c, dur_c, unit_c, ptr_c, flat_c = ops[c], dur[c], unit[c], ptr[c], flat[c]
+        end_c, start_c, timed_c, fenced_c = end[c], start[c], timed[c], fenced[c]
+        chip = c // per_chip
+        heads, waits = head[c], wait_on[c]
+        again = True
+        while again:  # until no stream waits on an instruction another one timed meanwhile
+            again, barred, before = False, False, n_timed[c]
+            for k, stream in enumerate(streams[c]):
+                h = heads[k]
+                n = len(stream)
+                while h < n:
+                    i = stream[h]
+                    if timed_c[i]:  # a barrier another core's arrival released
+                        h += 1
+                        continue
+                    j = waits[k]
+                    if j >= 0 and not timed_c[j]:
+                        break
+                    j = fenced_c[i]
+                    if j >= 0 and not timed_c[j]:
+                        waits[k] = j
+                        break
+                    t = fence[c]
+                    for x in range(ptr_c[i], ptr_c[i + 1]):
+                        j = flat_c[x]
+                        if not timed_c[j]:
+                            break
+                        if end_c[j] > t:
+                            t = end_c[j]
+                    else:
+                        j = -1
+                    waits[k] = j
+                    if j >= 0:
+                        break
+                    op = ops_c[i]
+                    if op >= 6 and op != 8:  # send, recv, barrier
+                        if op == Op.BARRIER:
+                            if n_timed[c] < i:  # everything before it first
+                                barred = True
+                                break
+                            pc[c] = i
+                        if not communicate(c, i):
+                            break
+                    else:
+                        u = unit_c[i]
+                        if ufree[u] > t:
+                            t = ufree[u]
+                        d = dur_c[i]
+                        if op == 0:
+                            if mvm_next[c] > t:
+                                t = mvm_next[c]
+                            mvm_next[c] = t + interval
+                            f = ufree[u] = t + d
+                        elif op == 4 or op == 5:
+                            if (c, i) not in granted:
+                                if (c, i) not in asked:
+                                    asked.add((c, i))
+                                    heapq.heappush(requests, (t, c, i))
+                                break
+                            if gm_free[chip] > t:
+                                t = gm_free[chip]
+                            gm_free[chip] = ufree[u] = t + d
+                            f = t + d + gm_latency
+                        else:
+                            f = ufree[u] = t + d
+                        start_c[i], end_c[i] = t, f
+                        timed_c[i] = True
+                        n_timed[c] += 1
+                    h += 1
+                heads[k] = h
+            again = (barred and n_timed[c] > before
+                     or any(j >= 0 and timed_c[j] for j in waits))
+
     # A core runs until it blocks or needs a shared resource (global memory, links); a send or
     # a barrier wakes who waits on it; shared resources are granted in order of ready time.
     while work or requests:
         while work:
             c = work.popleft()
             queued[c] = False
-            advance(c)
+            if streams is None:
+                advance(c)
+            else:
+                advance_streams(c)
         if requests:
             _, c, i = heapq.heappop(requests)
-            granted[c] = i
+            granted.add((c, i))
             wake(c)
-    stuck = [c for c in range(n_cores) if pc[c] < count[c]]
+    done = pc if streams is None else n_timed
+    stuck = [c for c in range(n_cores) if done[c] < count[c]]
     if stuck:
         c = stuck[0]
-        i = pc[c]
+        i = pc[c] if streams is None else timed[c].index(False)
         raise Deadlock(f"communication deadlock: {len(stuck)} cores blocked, e.g. core {c} "
                        f"at instruction {i} ({Op(ops[c][i]).name.lower()} "
                        f"{'core ' + str(aa[c][i]) if ops[c][i] != Op.BARRIER else ''})".strip())

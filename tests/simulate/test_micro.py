@@ -118,6 +118,35 @@ def test_sync_blocks_sender_async_does_not(communication, core0, core1, makespan
     assert timeline.makespan_ns == makespan
 
 
+def waiting_recv_program() -> Program:
+    """Core 0 first receives from core 1, whose data comes late (after a 50 ns MVM), then
+    sends a buffer it writes itself to core 2: the send does not need the recv."""
+    return make_program([
+        [(RECV, 1, 0, 0, 0, 4, ()),         # i0 recv into [0, 4)
+         (W, 0, 4, 0, 0, 4, ()),            # i1 write [4, 8)
+         (SEND, 2, 0, 4, 0, 4, (1,))],      # i2 send [4, 8) to core 2
+        [(W, 0, 0, 0, 0, 4, ()),            # i0 write [0, 4)
+         (MVM, 0, 4, 0, 0, 4, (0,)),        # i1 mvm [0, 4) -> [4, 8)
+         (SEND, 0, 0, 4, 0, 4, (1,))],      # i2 send [4, 8) to core 0
+        [(RECV, 0, 0, 0, 0, 4, ())],        # i0 recv into [0, 4)
+    ], [slot(1)], windows={"L": 1})
+
+
+def test_out_of_order_async_send_does_not_wait_behind_a_recv():
+    """Out of order, async: each unit runs its own instructions in order. Core 1: write [0, 4],
+    mvm [4, 54], send [54, 58] on the bus, arrival 68, so core 0's recv is [0, 68]. Core 0's
+    write needs only the local port: [0, 4]; its send only the write and the free bus: [4, 8],
+    arrival 18, so core 2's recv is [0, 18]. Makespan 68. (Before, a core got past a recv only
+    once its data had come, so this send took the bus after core 1's: [58, 62], core 2 at
+    72.)"""
+    target = make_target(execution="out_of_order", communication="async", cores=3)
+    timeline = simulate(waiting_recv_program(), target)
+    assert intervals(timeline, 0) == [(0, 68), (0, 4), (4, 8)]
+    assert intervals(timeline, 1) == [(0, 4), (4, 54), (54, 58)]
+    assert intervals(timeline, 2) == [(0, 18)]
+    assert timeline.makespan_ns == 68.0
+
+
 # --------------------------------------------------------------------------- (c) topology
 
 
