@@ -33,7 +33,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pimsolve.codegen.generate import CodegenOptions, generate
 from pimsolve.frontend.load import load_onnx
-from pimsolve.ir.program import FIELDS, UNARY, CoreStream, Op, Program, units
+from pimsolve.ir.program import FIELDS, UNARY, UNIT_GMEM, CoreStream, Op, Program, units
 from pimsolve.lowering import lower
 from pimsolve.simulate.checks import CheckReport, Violation, verify
 from pimsolve.simulate.simulator import Deadlock, run
@@ -263,6 +263,48 @@ def test_reference_programs_pass(name, mode, small):
     assert report.passed, [v.message for v in report.violations]
     assert report.violations == ()
     assert run(program, target).makespan_ns > 0
+
+
+def assert_timeline_keeps_the_rules(program: Program, target: CrossbarTarget) -> None:
+    """What every simulated timeline obeys: an instruction starts after each of its deps
+    ends; a unit serves its instructions one at a time in program order (the global-memory
+    port: in program order); an in-order core
+    starts them in program order; a recv ends no earlier than its send (FIFO per pair)
+    started."""
+    timeline = run(program, target)
+    sends: dict[tuple[int, int], list[float]] = {}
+    for c, stream in enumerate(program.cores):
+        start, end = timeline.start[c], timeline.end[c]
+        for i in range(len(stream)):
+            deps = stream.deps_of(i)
+            assert (start[i] >= end[deps] - 1e-6).all(), (c, i)
+        unit = units(stream.code)
+        for u in np.unique(unit):
+            at = np.flatnonzero(unit == u)
+            # a load or store ends its latency after it frees the global-memory port
+            before = start[at[:-1]] if u == UNIT_GMEM else end[at[:-1]]
+            assert (start[at[1:]] >= before - 1e-6).all(), (c, u)
+        if target.core.execution == "in_order":
+            assert (np.diff(start) >= -1e-6).all(), c
+        for i in np.flatnonzero(stream.code[:, 0] == Op.SEND):
+            sends.setdefault((c, int(stream.code[i, 1])), []).append(start[i])
+    for c, stream in enumerate(program.cores):
+        taken: dict[int, int] = {}
+        for i in np.flatnonzero(stream.code[:, 0] == Op.RECV):
+            src = int(stream.code[i, 1])
+            k = taken[src] = taken.get(src, -1) + 1
+            assert timeline.end[c][i] >= sends[(src, c)][k] - 1e-6, (c, i)
+
+
+@pytest.mark.parametrize("mode", ["ht", "ll"])
+@pytest.mark.parametrize("name", ["isaac", "puma", "arch-c"])
+def test_timelines_keep_the_rules(name, mode):
+    """On the reference programs of every execution and communication kind, and (ISAAC) on
+    the swapped exchange, whose recv now comes before an unrelated send."""
+    assert_timeline_keeps_the_rules(compiled(name, True, mode), target_of(name, True))
+    if name == "isaac" and mode == "ll":
+        swapped, target, _ = swapped_exchange(name)
+        assert_timeline_keeps_the_rules(swapped, target)
 
 
 def test_small_programs_have_the_expected_shape():
