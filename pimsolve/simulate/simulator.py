@@ -37,7 +37,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from pimsolve.errors import InputError
-from pimsolve.ir.program import FIXED_UNITS, Op, Program, units
+from pimsolve.ir.program import (
+    FIXED_UNITS,
+    UNIT_GMEM,
+    UNIT_LMEM,
+    UNIT_RX,
+    UNIT_SYNC,
+    UNIT_TX,
+    UNIT_VFU,
+    Op,
+    Program,
+    units,
+)
 from pimsolve.target import CrossbarTarget
 
 __all__ = ["Timeline", "run", "hops", "Deadlock", "unit_streams"]
@@ -75,7 +86,11 @@ def unit_streams(code: np.ndarray) -> tuple[list[list[int]], list[int]]:
     programming in one, as they share the core's MVM issue); and for each instruction the
     barrier before it (-1: none), which it cannot pass."""
     u = np.minimum(units(code), FIXED_UNITS)
-    streams = [np.flatnonzero(u == k).tolist() for k in np.unique(u)]
+    # in the order data mostly flows (receive, load, copy, MVM, vector, send), so that one
+    # pass over the streams gets far
+    streams = [np.flatnonzero(u == k).tolist()
+               for k in (UNIT_RX, UNIT_GMEM, UNIT_LMEM, FIXED_UNITS, UNIT_VFU, UNIT_TX,
+                         UNIT_SYNC) if (u == k).any()]
     barriers = np.flatnonzero(code[:, 0] == Op.BARRIER)
     at = np.searchsorted(barriers, np.arange(len(code))) - 1
     return streams, np.where(at >= 0, np.append(barriers, -1)[at], -1).tolist()
@@ -162,6 +177,7 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
         streams, fenced = zip(*(unit_streams(s.code) for s in program.cores), strict=True)
         head = [[0] * len(x) for x in streams]
         wait_on = [[-1] * len(x) for x in streams]  # an untimed instruction the head needs
+        unfinished = [list(range(len(x))) for x in streams]
 
     def wake(k: int) -> None:
         if not queued[k]:
@@ -353,15 +369,19 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
         """Out-of-order core, async communication: run each unit's stream as far as its
         deps allow; a stream blocks alone on its communication or shared-resource request."""
         ops_c, dur_c, unit_c, ptr_c, flat_c = ops[c], dur[c], unit[c], ptr[c], flat[c]
-        end_c, start_c, timed_c, fenced_c = end[c], start[c], timed[c], fenced[c]
+        end_c, start_c, timed_c, fenced_c, aa_c = end[c], start[c], timed[c], fenced[c], aa[c]
         chip = c // per_chip
-        heads, waits = head[c], wait_on[c]
+        heads, waits, streams_c, open_c = head[c], wait_on[c], streams[c], unfinished[c]
         again = True
         while again:  # until no stream waits on an instruction another one timed meanwhile
             again, barred, before = False, False, n_timed[c]
-            for k, stream in enumerate(streams[c]):
+            for k in open_c:
+                stream = streams_c[k]
                 h = heads[k]
                 n = len(stream)
+                j = waits[k]
+                if j >= 0 and not timed_c[j]:
+                    continue
                 while h < n:
                     i = stream[h]
                     if timed_c[i]:  # a barrier another core's arrival released
@@ -393,6 +413,11 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                                 barred = True
                                 break
                             pc[c] = i
+                        elif op == Op.RECV:
+                            if not channels.get((aa_c[i], c)):  # its data has not come
+                                break
+                        elif (c, i) in asked and (c, i) not in granted:
+                            break
                         if not communicate(c, i):
                             break
                     else:
@@ -422,8 +447,10 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                         n_timed[c] += 1
                     h += 1
                 heads[k] = h
-            again = (barred and n_timed[c] > before
-                     or any(j >= 0 and timed_c[j] for j in waits))
+            if n_timed[c] == before:
+                return
+            unfinished[c] = open_c = [k for k in open_c if heads[k] < len(streams_c[k])]
+            again = barred or any(waits[k] >= 0 and timed_c[waits[k]] for k in open_c)
 
     # A core runs until it blocks or needs a shared resource (global memory, links); a send or
     # a barrier wakes who waits on it; shared resources are granted in order of ready time.
