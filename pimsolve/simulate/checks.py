@@ -404,6 +404,8 @@ def _replay_streams(program: Program, out: _Collector) -> None:
     reported at its first recv or barrier that cannot go."""
     n_cores = len(program.cores)
     split = [unit_streams(s.code) for s in program.cores]
+    lists = [(s.code[:, 0].tolist(), s.code[:, 1].tolist(), s.dep_ptr.tolist(), s.deps.tolist())
+             for s in program.cores]
     head = [[0] * len(streams) for streams, _ in split]
     done = [[False] * len(s) for s in program.cores]
     n_done = [0] * n_cores
@@ -420,8 +422,7 @@ def _replay_streams(program: Program, out: _Collector) -> None:
         c = work.popleft()
         queued[c] = False
         streams, fenced = split[c]
-        ops, peers = program.cores[c].code[:, 0].tolist(), program.cores[c].code[:, 1].tolist()
-        ptr, flat = program.cores[c].dep_ptr.tolist(), program.cores[c].deps.tolist()
+        ops, peers, ptr, flat = lists[c]
         done_c, heads = done[c], head[c]
         again = True
         while again:
