@@ -401,7 +401,8 @@ def _replay_streams(program: Program, out: _Collector) -> None:
     stream per unit (``simulator.unit_streams``): an instruction goes when its deps and the
     barrier before it have; a recv when its data has been sent, a barrier when its core has
     done everything before it and every core has reached it. Each core still blocked is
-    reported at its first recv or barrier that cannot go."""
+    reported at its first recv or barrier that cannot go (else at its first instruction
+    that cannot, a send waiting on one)."""
     n_cores = len(program.cores)
     split = [unit_streams(s.code) for s in program.cores]
     lists = [(s.code[:, 0].tolist(), s.code[:, 1].tolist(), s.dep_ptr.tolist(), s.deps.tolist())
