@@ -311,12 +311,26 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
         finish(c, i, t, f)
         return True
 
+    def global_memory(c: int, i: int, t: float, u: int, d: float) -> tuple[float, float] | None:
+        """A load or store of core ``c`` ready at ``t``: None until its request is granted
+        (the chip's global memory is shared: requests are granted in order of ready time),
+        then its start and end, booking the memory and the core's port ``u``."""
+        if (c, i) not in granted:
+            if (c, i) not in asked:  # woken meanwhile: the request is queued already
+                asked.add((c, i))
+                heapq.heappush(requests, (t, c, i))
+            return None
+        chip = c // per_chip
+        if gm_free[chip] > t:
+            t = gm_free[chip]
+        gm_free[chip] = ufree[u] = t + d
+        return t, t + d + gm_latency
+
     def advance(c: int) -> None:
         """Run core ``c`` until it ends or blocks on communication."""
         i, n = pc[c], count[c]
         ops_c, dur_c, unit_c, ptr_c, flat_c = ops[c], dur[c], unit[c], ptr[c], flat[c]
         end_c, start_c = end[c], start[c]
-        chip = c // per_chip
         t_last, t_fence, t_mvm = last[c], fence[c], mvm_next[c]
         while i < n:
             op = ops_c[i]
@@ -346,16 +360,10 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 f = t + d
                 ufree[u] = f
             elif op == 4 or op == 5:
-                if (c, i) not in granted:  # the global memory is shared: in time order
-                    if (c, i) not in asked:  # woken meanwhile: the request is queued already
-                        asked.add((c, i))
-                        heapq.heappush(requests, (t, c, i))
+                booked = global_memory(c, i, t, u, d)
+                if booked is None:
                     break
-                x = gm_free[chip]
-                if x > t:
-                    t = x
-                gm_free[chip] = ufree[u] = t + d
-                f = t + d + gm_latency
+                t, f = booked
             else:
                 f = t + d
                 ufree[u] = f
@@ -370,7 +378,6 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
         deps allow; a stream blocks alone on its communication or shared-resource request."""
         ops_c, dur_c, unit_c, ptr_c, flat_c = ops[c], dur[c], unit[c], ptr[c], flat[c]
         end_c, start_c, timed_c, fenced_c, aa_c = end[c], start[c], timed[c], fenced[c], aa[c]
-        chip = c // per_chip
         heads, waits, streams_c, open_c = head[c], wait_on[c], streams[c], unfinished[c]
         again = True
         while again:  # until no stream waits on an instruction another one timed meanwhile
@@ -387,9 +394,6 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                     if timed_c[i]:  # a barrier another core's arrival released
                         h += 1
                         continue
-                    j = waits[k]
-                    if j >= 0 and not timed_c[j]:
-                        break
                     j = fenced_c[i]
                     if j >= 0 and not timed_c[j]:
                         waits[k] = j
@@ -431,15 +435,10 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                             mvm_next[c] = t + interval
                             f = ufree[u] = t + d
                         elif op == 4 or op == 5:
-                            if (c, i) not in granted:
-                                if (c, i) not in asked:
-                                    asked.add((c, i))
-                                    heapq.heappush(requests, (t, c, i))
+                            booked = global_memory(c, i, t, u, d)
+                            if booked is None:
                                 break
-                            if gm_free[chip] > t:
-                                t = gm_free[chip]
-                            gm_free[chip] = ufree[u] = t + d
-                            f = t + d + gm_latency
+                            t, f = booked
                         else:
                             f = ufree[u] = t + d
                         start_c[i], end_c[i] = t, f
