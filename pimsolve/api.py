@@ -214,13 +214,31 @@ def map_model(model: str | Path | onnx.ModelProto, *,
     return MapResult(compiled.mapping, compiled.program, report)
 
 
-def _fidelity(predicted: dict[str, float], metrics: dict[str, Any], mode: str) -> dict:
-    """The formulation's predicted metric beside the simulator's, and their relative error."""
+LATE_SHARE = 0.05
+"""LL: a layer is late when the simulator finishes it more than this share of the predicted
+latency after the model does (``_fidelity``'s ``late_layer``)."""
+
+
+def _fidelity(predicted: dict[str, Any], metrics: dict[str, Any], mode: str) -> dict:
+    """The formulation's predicted metric beside the simulator's, and their relative error;
+    in LL also each crossbar layer's finish in both, and the first layer (in the model's
+    order) the simulator finishes late, where the two part (None if none)."""
     key = "cycle_s" if mode == "ht" else "latency_s"
     simulated = metrics[key]
     value = predicted[key]
-    return {**predicted, "metric": key, "simulated": simulated,
-            "relative_error": (value - simulated) / simulated if simulated else None}
+    layers = predicted.get("layer_finish_s", {})
+    out = {k: v for k, v in predicted.items() if k != "layer_finish_s"}
+    out.update({"metric": key, "simulated": simulated,
+                "relative_error": (value - simulated) / simulated if simulated else None})
+    if mode == "ll":
+        seen = metrics.get("layer_finish_s", {})
+        out["layers"] = [{"layer": name, "predicted_s": f, "simulated_s": seen.get(name)}
+                         for name, f in layers.items()]
+        out["late_layer"] = next(
+            ({"layer": row["layer"], "late_s": row["simulated_s"] - row["predicted_s"]}
+             for row in out["layers"] if row["simulated_s"] is not None
+             and row["simulated_s"] - row["predicted_s"] > LATE_SHARE * value), None)
+    return out
 
 
 @dataclass(frozen=True)
@@ -230,7 +248,7 @@ class _Compiled:
     mapping: MappingRecord
     program: Program
     solve: dict[str, Any]
-    predicted: dict[str, float] | None
+    predicted: dict[str, Any] | None
     timing: dict[str, float]
     """Seconds of each step: frontend, placement, codegen."""
 
@@ -283,7 +301,9 @@ def _compile(model: str | Path | onnx.ModelProto, target: str | Path | CrossbarT
                                      "energy": "pJ", "edp": "pJ*ns"}[objective]}
         p = outcome.prediction
         predicted = {"cycle_s": p.time_ns * 1e-9, "latency_s": p.latency_ns * 1e-9,
-                     "energy_j": p.energy_pj * 1e-12, "bottleneck": p.bottleneck}
+                     "energy_j": p.energy_pj * 1e-12, "bottleneck": p.bottleneck,
+                     "layer_finish_s": {name: f * 1e-9
+                                        for name, f in p.layer_finish_ns.items()}}
     timing["placement_s"] = time.perf_counter() - started
     if stage is not None:
         stage("generating the program")

@@ -8,6 +8,7 @@ from pathlib import Path
 import onnx
 import pytest
 
+from pimsolve.api import _fidelity
 from pimsolve.ir.mapping import Mapping
 from pimsolve.ir.program import Program
 from pimsolve.ir.serialize import from_json
@@ -235,3 +236,41 @@ def test_map_warns_when_the_program_fails_the_checks(capsys, tmp_path: Path,
     assert len(lines) == 1 and lines[0].startswith("warning: the program fails")
     assert "local memory" in lines[0] or "local addresses" in lines[0]
     assert (out / "report.json").is_file()
+
+
+def test_ll_fidelity_names_the_first_layer_the_simulator_finishes_late() -> None:
+    """The model finishes layers a to d at 10, 50, 90 and 100 us (latency 100 us), the
+    simulator at 14, 60, 120 and 130: a is 4 us late, under 5% of 100 us; b, 10 us late, is
+    where they part. HT keeps only the cycle beside the simulator's."""
+    predicted = {"cycle_s": 100e-6, "latency_s": 100e-6, "energy_j": 1.0, "bottleneck": "path",
+                 "layer_finish_s": {"a": 10e-6, "b": 50e-6, "c": 90e-6, "d": 100e-6}}
+    metrics = {"cycle_s": 130e-6, "latency_s": 130e-6,
+               "layer_finish_s": {"a": 14e-6, "b": 60e-6, "c": 120e-6, "d": 130e-6}}
+    out = _fidelity(predicted, metrics, "ll")
+    assert out["relative_error"] == pytest.approx(-30 / 130)
+    assert [row["layer"] for row in out["layers"]] == ["a", "b", "c", "d"]
+    assert out["layers"][2] == {"layer": "c", "predicted_s": 90e-6, "simulated_s": 120e-6}
+    assert out["late_layer"]["layer"] == "b"
+    assert out["late_layer"]["late_s"] == pytest.approx(10e-6)
+    assert "layer_finish_s" not in out
+    on_time = {**metrics, "layer_finish_s": {"a": 10e-6, "b": 54e-6, "c": 94e-6, "d": 104e-6}}
+    assert _fidelity(predicted, on_time, "ll")["late_layer"] is None
+    ht = _fidelity(predicted, metrics, "ht")
+    assert ht["metric"] == "cycle_s" and "layers" not in ht and "late_layer" not in ht
+
+
+def test_ll_map_reports_the_model_layer_by_layer(capsys, model_file: Path) -> None:
+    """An LL map keeps each crossbar layer's finish in the model beside the simulator's; the
+    table shows the model's latency and its error."""
+    code, stdout, _ = run(capsys, "map", str(model_file), "--target", "arch-c", "--objective",
+                          "latency", "--engine", "balance", "--json")
+    assert code == 0
+    report = json.loads(stdout)
+    prediction, simulated = report["prediction"], report["metrics"]["layer_finish_s"]
+    rows = prediction["layers"]
+    assert rows and all(row["simulated_s"] == simulated[row["layer"]] for row in rows)
+    assert max(row["predicted_s"] for row in rows) <= prediction["latency_s"] + 1e-15
+    assert max(simulated.values()) <= report["metrics"]["latency_s"] + 1e-15
+    code, text, _ = run(capsys, "map", str(model_file), "--target", "arch-c", "--objective",
+                        "latency", "--engine", "balance")
+    assert code == 0 and "model's latency_s" in text

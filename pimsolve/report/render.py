@@ -92,6 +92,13 @@ def map_tables(report: dict[str, Any]) -> list[Table]:
         table.add_row("instructions", f"{metrics['instructions']:,}", "", "")
         table.add_row("peak local memory", f"{metrics['peak_local_memory_bytes']:,} B", "", "")
         table.add_row("peak active crossbars", f"{metrics['peak_active_crossbars']:,}", "", "")
+    if prediction := report.get("prediction"):
+        key, error = prediction["metric"], prediction["relative_error"]
+        table.add_row(f"model's {key}", si(prediction[key], "s"), "",
+                      "-" if error is None else f"error {error:+.1%}")
+        if late := prediction.get("late_layer"):
+            table.add_row("simulator late from", late["layer"], "",
+                          f"+{si(late['late_s'], 's')}")
     if timing := report.get("timing"):
         table.caption = "seconds: " + ", ".join(f"{key.removesuffix('_s')} {value:.3g}"
                                                 for key, value in timing.items())

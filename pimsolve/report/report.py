@@ -6,14 +6,18 @@ Keys (DESIGN.md contract; more may be added, none renamed):
 ``energy_by_component_j``, ``instructions``, ``instructions_by_op``, ``crossbar_utilization``,
 ``core_utilization``, ``global_memory_bytes``, ``interconnect_bytes``,
 ``interconnect_byte_hops``, ``peak_local_memory_bytes`` (max over cores),
-``peak_active_crossbars``, ``crossbar_writes``, ``lifetime_s``, ``weight_programming_s``;
+``peak_active_crossbars``, ``crossbar_writes``, ``lifetime_s``, ``weight_programming_s``,
+``layer_finish_s`` (LL: per layer, its last MVM or vector operation);
 ``bounds``: ``latency_s``, ``throughput_per_s``, ``energy_j`` (physical bounds, same keys),
 ``compute_cycle_s``, ``io_s``; ``achieved_over_bound``: per key, how far from the bound
 (latency and energy: bound / achieved; throughput: achieved / bound; 1 is the bound);
 ``checks``: ``passed``, ``violations`` (messages); ``solves``: one record per stage solve with
 ``stage``, ``engine``, ``status``, ``objective``, ``bound``, ``gap``, ``wall_s``; ``timing``
 (added by ``api.score``): seconds per step, ``frontend_s``, ``placement_s``, ``codegen_s``,
-``verify_s``, ``simulate_s``.
+``verify_s``, ``simulate_s``; ``prediction`` (added by ``api.map_model`` for a placement
+the formulation scores): the model's ``cycle_s``, ``latency_s``, ``energy_j``, ``bottleneck``,
+the ``metric`` compared, its ``simulated`` value and ``relative_error``; in LL ``layers``
+(per crossbar layer ``predicted_s`` and ``simulated_s`` finish) and ``late_layer``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ Energy per instruction (pJ), from the target:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,6 +62,10 @@ class Metrics:
     """OCC eq. 1: endurance x cells / write rate; None when no cell is rewritten."""
     weight_programming_s: float
     """Time before the inference to program the weights (up to barrier 0)."""
+    layer_finish_s: dict[str, float] = field(default_factory=dict)
+    """LL: when each layer's last MVM or vector operation ends, from the inference's start,
+    by layer name (beside the model's ``Prediction.layer_finish_ns`` it shows where the
+    simulator falls behind); HT: empty (every layer runs throughout a cycle)."""
 
 
 def _peak_active(starts: np.ndarray, ends: np.ndarray, weight: np.ndarray) -> int:
@@ -87,6 +91,7 @@ def measure(program: Program, target: CrossbarTarget, timeline: Timeline) -> Met
     peaks = []
     mvm_s, mvm_e, mvm_w = [], [], []
     origin = timeline.origin_ns
+    finish = np.full(len(program.layers), -np.inf)
     for c, s in enumerate(program.cores):
         code = s.code
         ops, a, e = code[:, 0], code[:, 1], code[:, 5].astype(np.float64)
@@ -128,6 +133,9 @@ def measure(program: Program, target: CrossbarTarget, timeline: Timeline) -> Met
             writes += int(cells)
             energy["crossbar_write"] += cells * xb.device.write_energy_pj_per_cell
         start, end = timeline.start[c], timeline.end[c]
+        if program.mode == "ll":
+            work = (mvm | (ops == Op.VEC)) & (s.tags >= 0)
+            np.maximum.at(finish, s.tags[work], end[work])
         if mvm.any():
             np.add.at(busy, a[mvm], end[mvm] - start[mvm])
             mvm_s.append(start[mvm])
@@ -173,4 +181,6 @@ def measure(program: Program, target: CrossbarTarget, timeline: Timeline) -> Met
         global_memory_bytes=global_bytes, interconnect_bytes=net_bytes,
         interconnect_byte_hops=byte_hops, peak_local_memory_bytes=tuple(peaks),
         peak_active_crossbars=peak, crossbar_writes=writes, lifetime_s=lifetime,
-        weight_programming_s=origin * 1e-9)
+        weight_programming_s=origin * 1e-9,
+        layer_finish_s={name: (float(f) - origin) * 1e-9
+                        for name, f in zip(program.layers, finish, strict=True) if f > -np.inf})

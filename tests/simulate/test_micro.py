@@ -17,10 +17,12 @@ verifier passes it), so the numbers are those of programs a compiler could emit.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from pimsolve.ir.program import Op, Program, VecOp
+from pimsolve.ir.program import CoreStream, Op, Program, VecOp
 from pimsolve.simulate.checks import verify
 from pimsolve.simulate.metrics import ENERGY_COMPONENTS, measure
 from pimsolve.simulate.simulator import Deadlock, Timeline, hops, run
@@ -372,6 +374,22 @@ def test_unary_vec_local_energy():
     metrics = measure(program, target, simulate(program, target))
     assert pj(metrics, "vector_unit") == pytest.approx(4.0, rel=1e-12)
     assert pj(metrics, "local_memory") == pytest.approx(6.0, rel=1e-12)
+
+
+def test_layer_finish_is_each_layers_last_mvm_or_vector_operation():
+    """``blocked_program`` in order (timeline in ``test_in_order_blocks_independent_instruction``),
+    i0 to i2 tagged layer A, i3 layer C, i4 layer B: A's last MVM or vector operation is i2,
+    [54, 56]; B's is i4, [58, 60]; C has only a write (i3), so no finish. In HT every layer
+    runs throughout the cycle, so there is none."""
+    target = make_target()
+    base = blocked_program()
+    core = base.cores[0]
+    tagged = CoreStream(core.code, core.dep_ptr, core.deps, np.array([0, 0, 0, 2, 1]))
+    program = replace(base, cores=(tagged, *base.cores[1:]), layers=("A", "B", "C"))
+    metrics = measure(program, target, simulate(program, target))
+    assert metrics.layer_finish_s == pytest.approx({"A": 56e-9, "B": 60e-9}, rel=1e-12)
+    ht = replace(program, mode="ht")
+    assert measure(ht, target, run(ht, target)).layer_finish_s == {}
 
 
 def test_barrier_origin_and_leakage():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -54,6 +54,9 @@ class Prediction:
     """The largest value of each resource (see ``RESOURCES``)."""
     energy_pj: float
     depth: int
+    layer_finish_ns: dict[str, float] = field(default_factory=dict)
+    """LL: when each crossbar layer's last window is done (``pipeline``'s F_l, the layer's
+    off-chip floor included), by layer name; HT: empty."""
 
     @property
     def bottleneck(self) -> str:
@@ -192,8 +195,10 @@ def predict(instance: PlacementInstance, counts: list[LayerCounts]) -> Predictio
     else:
         res["gm"] = 0.0
     crossings = chip_crossings(instance, counts)
+    finish: list[float] = []
     if instance.mode == "ll":
-        res["path"] = _critical_path(instance, counts, crossings)
+        finish = layer_finish(instance, counts, crossings)
+        res["path"] = max(finish, default=0.0)
     offchip = crossings.total_bytes(instance, counts)
     res["offchip"] = (offchip / instance.offchip_bytes_per_ns
                       if instance.offchip_bytes_per_ns else 0.0)
@@ -213,7 +218,9 @@ def predict(instance: PlacementInstance, counts: list[LayerCounts]) -> Predictio
             energy += (layer.input_bytes + layer.store_bytes) * layer.windows * (
                 instance.net_pj_per_byte_hop)
     return Prediction(max(res.values()), res, energy,
-                      instance.depth if instance.mode == "ht" else 1)
+                      instance.depth if instance.mode == "ht" else 1,
+                      dict(zip((layer.name for layer in instance.layers), finish, strict=True))
+                      if finish else {})
 
 
 def window_ns(instance: PlacementInstance, layer_index: int, choice: int) -> float:
@@ -230,11 +237,15 @@ PERIOD_NS = 0.01
 so that the model's integer periods are the same numbers."""
 
 
-def _critical_path(instance: PlacementInstance, counts: list[LayerCounts],
-                   crossings: ChipCrossings) -> float:
-    """LL latency: the last layer finish of ``pipeline`` in ns."""
-    return _latency(instance, [c.replication for c in counts], whole_ns(instance, counts),
-                    offchip_floors(instance, counts, crossings=crossings))
+def layer_finish(instance: PlacementInstance, counts: list[LayerCounts],
+                 crossings: ChipCrossings | None = None) -> list[float]:
+    """LL: each layer's finish F_l of ``pipeline`` (ns), its periods D_l / s rounded up to
+    ``PERIOD_NS`` as the latency has them; the latency is the largest."""
+    whole = whole_ns(instance, counts)
+    _, finish = pipeline(instance, [c.replication for c in counts],
+                         lambda i, size: period_ns(whole[i], size),
+                         offchip_floors(instance, counts, crossings=crossings))
+    return finish
 
 
 def _latency(instance: PlacementInstance, reps: Sequence[int], whole: list[float],

@@ -274,6 +274,19 @@ def test_layer_sending_over_the_off_chip_link_takes_at_least_its_bytes_time():
     assert evaluate.offchip_floors(alone, counts) == [0.0] * 3
 
 
+def test_prediction_gives_each_layers_finish_in_ll():
+    """LL: the prediction keeps every layer's finish F_l by name (the latency is the largest);
+    conv1's is its off-chip floor above, 768 B at 0.005 B/ns after its first input. HT has
+    none (every layer runs throughout the cycle)."""
+    inst, counts, _ = _three_chips()
+    p = predict(inst, counts)
+    assert list(p.layer_finish_ns) == [layer.name for layer in inst.layers]
+    assert p.layer_finish_ns[inst.layers[0].name] == pytest.approx(768 / 0.005)
+    assert max(p.layer_finish_ns.values()) == p.resources["path"]
+    ht = dataclasses.replace(inst, mode="ht")
+    assert predict(ht, counts).layer_finish_ns == {}
+
+
 @pytest.mark.parametrize("objective", ["energy"])
 def test_cpsat_and_milp_agree_on_energy(objective):
     inst = instance(2, 3, "ht")
