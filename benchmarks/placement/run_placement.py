@@ -3,10 +3,11 @@
 One run maps each model on each target in both modes with every engine, simulates the program
 and writes ``benchmarks/results/placement.csv`` / ``.md``: the simulated metric (HT: throughput,
 LL: latency), achieved / physical bound, the solver's status and gap, compile (placement) time,
-and the formulation's prediction against the simulator. The summary gives the geomean speedup
-of CP-SAT over every other engine and lists every row where CP-SAT loses in simulation, with
-whether the model ranked CP-SAT's placement ahead (a fidelity error) or not (the solver did
-not reach the other engine's placement in its time limit).
+and the formulation's prediction against the simulator (in LL with the first layer the
+simulator finishes more than 5% of the predicted latency late, ``late_from``). The summary
+gives the geomean speedup of CP-SAT over every other engine and lists every row where CP-SAT
+loses in simulation, with whether the model ranked CP-SAT's placement ahead (a fidelity
+error) or not (the solver did not reach the other engine's placement in its time limit).
 
     python benchmarks/placement/run_placement.py --models vgg8-28 --time-limit 5
     python benchmarks/placement/run_placement.py --name placement --rewrite  # .md from .csv
@@ -56,8 +57,17 @@ def row(model: str, target: str, mode: str, engine: str, limit: float,
             "predicted": pred.get("cycle_s" if mode == "ht" else "latency_s"),
             "simulated": pred.get("simulated"),
             "prediction_error": pred.get("relative_error"),
-            "bottleneck": pred.get("bottleneck"), "checks": rep["checks"]["passed"],
-            "error": ""}
+            "bottleneck": pred.get("bottleneck"), "late_from": _late(pred),
+            "checks": rep["checks"]["passed"], "error": ""}
+
+
+def _late(prediction: dict) -> str:
+    """LL: the first layer the simulator finishes late (``prediction.late_layer``) and by how
+    much, e.g. 'Conv_0 +68.5 us'; 'none' when no layer is; '' in HT."""
+    if "late_layer" not in prediction:
+        return ""
+    late = prediction["late_layer"]
+    return "none" if late is None else f"{late['layer']} +{late['late_s'] * 1e6:.1f} us"
 
 
 def main() -> None:
@@ -119,7 +129,7 @@ def write(rows: list[dict], engines: list[str], name: str) -> None:
     RESULTS.mkdir(exist_ok=True)
     keys = ["model", "target", "mode", "engine", "metric", "value", "over_bound", "status",
             "gap", "clock", "placement_s", "total_s", "predicted", "simulated", "prediction_error",
-            "bottleneck", "checks", "error"]
+            "bottleneck", "late_from", "checks", "error"]
     with open(RESULTS / f"{name}.csv", "w", newline="") as f:
         w = csv.DictWriter(f, keys)
         w.writeheader()

@@ -324,7 +324,6 @@ def _solve_pulp(model: IntModel, engine: str, options: SolveOptions, hint):
                   "random_seed": options.seed, "gapRel": options.relative_gap}
         solver = pulp.HiGHS(**{k: v for k, v in kwargs.items() if v is not None})
         name = "milp-highs"
-    if engine == "milp-highs":
         import highspy
 
         # HiGHS keeps one thread pool per process, sized by its first solve; a later solve
