@@ -311,6 +311,24 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
         finish(c, i, t, f)
         return True
 
+    def occupy(c: int, i: int, t: float) -> tuple[float, float] | None:
+        """Instruction ``i`` of core ``c`` (not communication) ready at ``t``: its start and
+        end, booking its unit (an MVM also the core's issue interval, a load or store the
+        chip's global memory); None while a load's or store's request waits."""
+        u = unit[c][i]
+        if ufree[u] > t:
+            t = ufree[u]
+        d = dur[c][i]
+        op = ops[c][i]
+        if op == 0:
+            if mvm_next[c] > t:
+                t = mvm_next[c]
+            mvm_next[c] = t + interval
+        elif op == 4 or op == 5:
+            return global_memory(c, i, t, u, d)
+        ufree[u] = t + d
+        return t, t + d
+
     def global_memory(c: int, i: int, t: float, u: int, d: float) -> tuple[float, float] | None:
         """A load or store of core ``c`` ready at ``t``: None until its request is granted
         (the chip's global memory is shared: requests are granted in order of ready time),
@@ -329,13 +347,13 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
     def advance(c: int) -> None:
         """Run core ``c`` until it ends or blocks on communication."""
         i, n = pc[c], count[c]
-        ops_c, dur_c, unit_c, ptr_c, flat_c = ops[c], dur[c], unit[c], ptr[c], flat[c]
+        ops_c, ptr_c, flat_c = ops[c], ptr[c], flat[c]
         end_c, start_c = end[c], start[c]
-        t_last, t_fence, t_mvm = last[c], fence[c], mvm_next[c]
+        t_last, t_fence = last[c], fence[c]
         while i < n:
             op = ops_c[i]
             if op >= 6 and op != 8:  # send, recv, barrier
-                last[c], mvm_next[c], pc[c] = t_last, t_mvm, i
+                last[c], pc[c] = t_last, i
                 if not communicate(c, i):
                     return
                 i = pc[c]
@@ -348,35 +366,19 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                 x = end_c[flat_c[k]]
                 if x > t:
                     t = x
-            u = unit_c[i]
-            x = ufree[u]
-            if x > t:
-                t = x
-            d = dur_c[i]
-            if op == 0:
-                if t_mvm > t:
-                    t = t_mvm
-                t_mvm = t + interval
-                f = t + d
-                ufree[u] = f
-            elif op == 4 or op == 5:
-                booked = global_memory(c, i, t, u, d)
-                if booked is None:
-                    break
-                t, f = booked
-            else:
-                f = t + d
-                ufree[u] = f
+            booked = occupy(c, i, t)
+            if booked is None:
+                break
+            t, end_c[i] = booked
             start_c[i] = t
-            end_c[i] = f
             t_last = t
             i += 1
-        last[c], mvm_next[c], pc[c] = t_last, t_mvm, i
+        last[c], pc[c] = t_last, i
 
     def advance_streams(c: int) -> None:
         """Out-of-order core, async communication: run each unit's stream as far as its
         deps allow; a stream blocks alone on its communication or shared-resource request."""
-        ops_c, dur_c, unit_c, ptr_c, flat_c = ops[c], dur[c], unit[c], ptr[c], flat[c]
+        ops_c, ptr_c, flat_c = ops[c], ptr[c], flat[c]
         end_c, start_c, timed_c, fenced_c, aa_c = end[c], start[c], timed[c], fenced[c], aa[c]
         heads, waits, streams_c, open_c = head[c], wait_on[c], streams[c], unfinished[c]
         again = True
@@ -425,23 +427,10 @@ def run(program: Program, target: CrossbarTarget) -> Timeline:
                         if not communicate(c, i):
                             break
                     else:
-                        u = unit_c[i]
-                        if ufree[u] > t:
-                            t = ufree[u]
-                        d = dur_c[i]
-                        if op == 0:
-                            if mvm_next[c] > t:
-                                t = mvm_next[c]
-                            mvm_next[c] = t + interval
-                            f = ufree[u] = t + d
-                        elif op == 4 or op == 5:
-                            booked = global_memory(c, i, t, u, d)
-                            if booked is None:
-                                break
-                            t, f = booked
-                        else:
-                            f = ufree[u] = t + d
-                        start_c[i], end_c[i] = t, f
+                        booked = occupy(c, i, t)
+                        if booked is None:
+                            break
+                        start_c[i], end_c[i] = booked
                         timed_c[i] = True
                         n_timed[c] += 1
                     h += 1
