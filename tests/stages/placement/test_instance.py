@@ -89,3 +89,21 @@ def test_home_least_is_one_but_in_core_mode_and_sync_ht():
     assert least(sync_tiny("ll")) == least(tiny_instance(2, 4, "ht")) == [1, 1, 1]
     cm = dataclasses.replace(sync_tiny("ll"), computing_mode="CM")
     assert least(cm) == [9, 3, 2]
+
+
+def test_unfoldings_alike_in_every_cost_are_offered_once():
+    """vgg8-28 on PUMA: Conv_1 to Conv_5 fill a crossbar's rows with their input channels, so
+    I,O,K2, IK,O,K and IK2,O,1 give each the same AGs and costs; only the default IK2,O,1
+    is offered. Conv_0 (3 input channels) keeps its three, which differ."""
+    target = _crossbar_target("puma")
+    inspection = inspect_model("vgg8-28", target=target)
+    inst = build_instance(inspection.graph, inspection.workload, target, "ht")
+    names = {layer.name: [c.unfolding for c in layer.choices] for layer in inst.layers}
+    assert names["Conv_0"] == ["I,O,K2", "IK,O,K", "IK2,O,1"]
+    assert all(names[f"Conv_{i}"] == ["IK2,O,1"] for i in range(1, 6))
+    for layer in inst.layers:  # no two left alike
+        costs = [dataclasses.replace(c, unfolding="") for c in layer.choices]
+        assert len(set(costs)) == len(costs)
+    everything = {m.layer: [u.name for u in m.unfoldings] for m in inspection.workload.mvm_layers}
+    assert len(everything["Conv_1"]) >= 3  # the workload still lists them all
+
