@@ -36,6 +36,7 @@ from pimsolve.solve.clock import WORK_S, Clock
 from pimsolve.stages.placement.evaluate import (
     PERIOD_NS,
     floor_latency,
+    floor_span,
     floor_whole,
     period_ns,
     replica_bounds,
@@ -123,6 +124,9 @@ class _Option:
     """Per window, its replica's period in ticks of ``PERIOD_NS`` (exact: the periods are
     rounded up to a tick)."""
     replica: np.ndarray
+    span: int = 0
+    """``evaluate.floor_span`` in ticks: the layer finishes no earlier than its first
+    window's ready time plus this."""
 
 
 def _options(instance: PlacementInstance, li: int, counted: bool = True) -> list[_Option]:
@@ -144,14 +148,16 @@ def _options(instance: PlacementInstance, li: int, counted: bool = True) -> list
             if top is not None and busiest > top:
                 continue
             same_r.append((r * u.ags * u.crossbars_per_ag, summed if top is not None else 0,
-                           floor_whole(instance, li, ui, ri, counted), ui))
-        kept: list[tuple[int, int, float, int]] = []
-        for crossbars, memory, whole, ui in sorted(same_r):
-            if all(memory < m or whole < w for _, m, w, _ in kept):
-                kept.append((crossbars, memory, whole, ui))
-        for crossbars, memory, whole, ui in kept:
+                           floor_whole(instance, li, ui, ri, counted),
+                           round(floor_span(instance, li, ui, ri) / PERIOD_NS),
+                           ui))
+        kept: list[tuple[int, int, float, int, int]] = []
+        for crossbars, memory, whole, span, ui in sorted(same_r):
+            if all(memory < m or whole < w or span < s for _, m, w, s, _ in kept):
+                kept.append((crossbars, memory, whole, span, ui))
+        for crossbars, memory, whole, span, ui in kept:
             w = np.array([round(period_ns(whole, int(s)) / PERIOD_NS) for s in sizes])[replica]
-            out.append(_Option(ui, ri, crossbars, memory, k, w, replica))
+            out.append(_Option(ui, ri, crossbars, memory, k, w, replica, span))
     return out
 
 
@@ -274,6 +280,8 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
             if fits.size:
                 times = replica_done(ready[fits], o.k, o.w, o.replica).astype(dtype)
                 end = np.maximum(finish[fits], times.max(axis=1, initial=0))
+                if o.span:  # F_l >= ready(0) + its span
+                    end = np.maximum(end, ready[fits, 0] + o.span)
                 key = end if by == "finish" else times[:, layer.windows // 2]
                 kids.append((used[fits], end, fits, times, np.full(fits.size, oi), key))
         if not kids:
@@ -473,7 +481,8 @@ def _backwards(instance: PlacementInstance, options: list[list[_Option]], cells:
     each of the ``cuts`` (after layer cut + 1), latest first: a node holds, per producer
     whose consumers it has taken, out_p(a) = the largest over consumer windows b reading a
     of w(b) + L(b), L(b) = the largest over b' from b on in its replica of (b' - b) w +
-    out(b') (max-plus, monotone: merged nodes keep the least of everything). Stops where
+    out(b'), and for the first window no less than the layer's span (max-plus, monotone:
+    merged nodes keep the least of everything). Stops where
     ``clock`` passes ``deadline``."""
     layers = instance.layers
     room = _room(instance)
@@ -504,6 +513,8 @@ def _backwards(instance: PlacementInstance, options: list[list[_Option]], cells:
             after = (np.zeros((fits.size, windows), dtype=dtype) if tail is None
                      else tail[fits])
             value = o.w + _rest(after, o.k, o.w, o.replica)  # w(b) + L(b)
+            if o.span:  # and from ready(0), the layer's span
+                np.maximum(value[:, 0], o.span, out=value[:, 0])
             rows = slice(at, at + fits.size)
             first = set(touched)
             gathered: dict[int, np.ndarray] = {}  # edges that share their readers share it
@@ -709,7 +720,8 @@ def _least(options: list[list[_Option]]) -> np.ndarray:
 def _tick_dtype(options: list[list[_Option]]) -> type:
     """int32 where the longest pipeline (every layer's slowest replica in turn, in ticks)
     fits it, else int64."""
-    longest = sum(max(int(o.w.max()) * (int(o.k.max()) + 1) for o in opts) for opts in options)
+    longest = sum(max(int(o.w.max()) * (int(o.k.max()) + 1) + o.span for o in opts)
+                  for opts in options)
     return np.int32 if longest < np.iinfo(np.int32).max else np.int64
 
 

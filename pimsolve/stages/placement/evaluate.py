@@ -23,9 +23,8 @@ from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
            "window_ns", "pipeline", "window_ready", "whole_ns", "replica_bounds", "core_floors",
-           "core_busy",
-           "offchip_floors", "home_floor", "floor_latency", "floor_whole", "PERIOD_NS",
-           "period_ns", "replica_done",
+           "core_busy", "core_inbound", "span_floors", "offchip_floors", "home_floor",
+           "floor_latency", "floor_whole", "floor_span", "PERIOD_NS", "period_ns", "replica_done",
            "memory_per_core", "ChipCrossings", "chip_crossings"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
@@ -244,16 +243,8 @@ def layer_finish(instance: PlacementInstance, counts: list[LayerCounts],
     whole = whole_ns(instance, counts)
     _, finish = pipeline(instance, [c.replication for c in counts],
                          lambda i, size: period_ns(whole[i], size),
-                         offchip_floors(instance, counts, crossings=crossings))
+                         span_floors(instance, counts, crossings=crossings))
     return finish
-
-
-def _latency(instance: PlacementInstance, reps: Sequence[int], whole: list[float],
-             offchip: list[float] | None = None) -> float:
-    """The last layer finish of ``pipeline`` with each replica's period D_l / s rounded up
-    to ``PERIOD_NS``."""
-    _, finish = pipeline(instance, reps, lambda i, size: period_ns(whole[i], size), offchip)
-    return max(finish, default=0.0)
 
 
 def period_ns(whole: float, size: int) -> float:
@@ -274,13 +265,30 @@ def whole_ns(instance: PlacementInstance, counts: list[LayerCounts]) -> list[flo
 def floor_latency(instance: PlacementInstance, choices: Sequence[int],
                   reps: Sequence[int]) -> float:
     """LL: the latency of ``pipeline`` with each layer's D_l at its option's floor, the larger
-    of its m windows one after another and ``home_floor``, and no off-chip time: no
-    placement of these options is faster (``whole_ns`` is at least that, ``core_floors`` at
-    least ``home_floor``)."""
-    whole = [floor_whole(instance, i, ui, layer.replications.index(r))
-             for i, (layer, ui, r) in enumerate(zip(instance.layers, choices, reps,
-                                                    strict=True))]
-    return _latency(instance, reps, whole)
+    of its m windows one after another and ``home_floor``, its span at ``floor_span``, and no
+    off-chip time: no placement of these options is faster (``whole_ns`` is at least that,
+    ``core_floors`` at least ``home_floor``, ``span_floors`` at least ``floor_span``)."""
+    picked = [(i, ui, layer.replications.index(r))
+              for i, (layer, ui, r) in enumerate(zip(instance.layers, choices, reps,
+                                                     strict=True))]
+    whole = [floor_whole(instance, *key) for key in picked]
+    _, finish = pipeline(instance, reps, lambda i, size: period_ns(whole[i], size),
+                         [floor_span(instance, *key) for key in picked])
+    return max(finish, default=0.0)
+
+
+def floor_span(instance: PlacementInstance, li: int, ui: int, ri: int) -> float:
+    """The least span (``span_floors``, ns) any placement of option (u, r) of layer ``li``
+    gives, off-chip time aside: with ``inputs_ahead``, a home's inbound link takes its m
+    windows' input pixels and the partial sums of the AGs beyond the min(A, C / X) it
+    keeps (rounded down to ``PERIOD_NS``, the diagram's tick); else 0."""
+    if not instance.inputs_ahead:
+        return 0.0
+    layer = instance.layers[li]
+    u, m = layer.choices[ui], layer.windows_per_replica(layer.replications[ri])
+    away = u.ags - min(u.ags, instance.crossbars_per_core // u.crossbars_per_ag)
+    span = (u.out_bytes * away + layer.input_bytes) * m / instance.link_bytes_per_ns
+    return math.floor(span / PERIOD_NS + 1e-9) * PERIOD_NS
 
 
 def floor_whole(instance: PlacementInstance, li: int, ui: int, ri: int,
@@ -300,7 +308,7 @@ def replica_bounds(windows: int, replication: int) -> np.ndarray:
 
 def pipeline(instance: PlacementInstance, reps: Sequence[int],
              period: Callable[[int, int], float],
-             offchip: list[float] | None = None) -> tuple[list[np.ndarray], list[float]]:
+             spans: list[float] | None = None) -> tuple[list[np.ndarray], list[float]]:
     """LL, window by window: when each window of each layer is done, and when each layer is,
     with ``reps[l]`` replicas of layer l.
 
@@ -312,8 +320,9 @@ def pipeline(instance: PlacementInstance, reps: Sequence[int],
         done(a) = max(done(a - 1), ready(a)) + w_{l,j},  ready(a) = max_e max_{q in N_e(a)}
         done_p(q).
 
-    A layer is done at F_l = max(max_a done(a), ready(0) + O_l), O_l its output's time on the
-    off-chip link all chips share (``offchip_floors``), which starts with its first input."""
+    A layer is done at F_l = max(max_a done(a), ready(0) + ``spans[l]``), what it does from
+    its first input on (``span_floors``: its output's time on the off-chip link all chips
+    share; with ``inputs_ahead``, its busiest inbound link with the homes' input pixels)."""
     done: list[np.ndarray] = []
     finish: list[float] = []
     for i, (layer, r) in enumerate(zip(instance.layers, reps, strict=True)):
@@ -326,8 +335,8 @@ def pipeline(instance: PlacementInstance, reps: Sequence[int],
         out = replica_done(ready, k, w, replica)
         done.append(out)
         end = float(out.max())
-        if offchip is not None and offchip[i]:
-            end = max(end, float(ready[0]) + offchip[i])
+        if spans is not None and spans[i]:
+            end = max(end, float(ready[0]) + spans[i])
         finish.append(end)
     return done, finish
 
@@ -363,9 +372,40 @@ def core_floors(instance: PlacementInstance, counts: list[LayerCounts],
                 issue: Callable[[Choice], float] | None = None,
                 link: Callable[[float], float] | None = None) -> list[float]:
     """LL: per layer, the longest any core is busy with that layer's own work, F^c_l
-    (``core_busy``'s most). These pace the replicas' windows (``whole_ns``)."""
+    (``core_busy``'s most). These pace the replicas' windows (``whole_ns``); with
+    ``inputs_ahead`` without the homes' input pixels, which ``span_floors`` counts."""
     return [core_busy(instance, li, c, issue, link).max(initial=0)
             for li, c in enumerate(counts)]
+
+
+def span_floors(instance: PlacementInstance, counts: list[LayerCounts],
+                link: Callable[[float], float] | None = None,
+                offlink: Callable[[float], float] | None = None,
+                crossings: ChipCrossings | None = None) -> list[float]:
+    """LL: per layer, how long after its first input (ready(0)) it finishes at the least:
+    its output's time on the off-chip link (``offchip_floors``) and, with
+    ``inputs_ahead``, its busiest core's inbound link with the homes' input pixels; rounded
+    up to ``PERIOD_NS`` when in ns (``link`` None)."""
+    spans = offchip_floors(instance, counts, offlink, crossings)
+    if instance.inputs_ahead:
+        spans = [max(span, float(core_inbound(instance, li, c, link).max(initial=0)))
+                 for span, (li, c) in zip(spans, enumerate(counts), strict=True)]
+    if link is None:  # in ns: up to the tick, as the model's integral P_l
+        spans = [math.ceil(span / PERIOD_NS - 1e-9) * PERIOD_NS for span in spans]
+    return spans
+
+
+def core_inbound(instance: PlacementInstance, li: int, c: LayerCounts,
+                 link: Callable[[float], float] | None = None,
+                 inputs: bool = True) -> np.ndarray:
+    """LL: per core, its inbound link's time for layer ``li``: the partial sums of its homes'
+    AGs elsewhere, the slices of AGs it holds for other homes and (``inputs``) its homes'
+    input pixels; a core's inbound link carries one transfer at a time."""
+    link = link or (lambda nbytes: nbytes / instance.link_bytes_per_ns)
+    layer = instance.layers[li]
+    u, m = layer.choices[c.choice], layer.windows_per_replica(c.replication)
+    busy = link(u.out_bytes) * (u.ags * c.rho - c.ell) * m + link(u.in_bytes) * (c.y - c.ell) * m
+    return busy + link(layer.input_bytes) * c.rho * m if inputs else busy
 
 
 def core_busy(instance: PlacementInstance, li: int, c: LayerCounts,
@@ -385,7 +425,7 @@ def core_busy(instance: PlacementInstance, li: int, c: LayerCounts,
     u, m = layer.choices[c.choice], layer.windows_per_replica(c.replication)
     away, came, homes = (u.ags * c.rho - c.ell) * m, (c.y - c.ell) * m, c.rho * m
     busy = [issue(u) * c.y * m,
-            link(u.out_bytes) * away + link(u.in_bytes) * came + link(layer.input_bytes) * homes,
+            core_inbound(instance, li, c, link, inputs=not instance.inputs_ahead),
             link(u.in_bytes) * away + link(u.out_bytes) * came + link(layer.store_bytes) * homes]
     if instance.sync:
         busy.append(busy[0] + busy[1] + busy[2])
@@ -459,11 +499,12 @@ def home_floor(instance: PlacementInstance, li: int, ui: int, ri: int,
 
 
 def _home_io(instance: PlacementInstance, layer, link: Callable[[float], float]) -> tuple:
-    """A home's link time per window for its replica's input and output: LL moves them over
-    the network; HT through the global memory port (no link time)."""
+    """A home's link time per window for its replica's input and output, as they pace its
+    windows: LL moves them over the network (the input not, with ``inputs_ahead``); HT
+    through the global memory port (no link time)."""
     if instance.mode == "ht":
         return 0, 0
-    return link(layer.input_bytes), link(layer.store_bytes)
+    return (0 if instance.inputs_ahead else link(layer.input_bytes)), link(layer.store_bytes)
 
 
 def _largest(lines: list[tuple[float, float]], t: float, lo: int, hi: int) -> int:

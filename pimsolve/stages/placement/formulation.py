@@ -28,11 +28,12 @@ from pimsolve.stages.placement.evaluate import (
     LayerCounts,
     chip_crossings,
     core_floors,
+    floor_span,
     home_floor,
-    offchip_floors,
     pipeline,
     predict,
     replica_bounds,
+    span_floors,
     window_ns,
     window_ready,
 )
@@ -739,8 +740,10 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
     (t_l m_l) and each core's floors for l (``evaluate.core_floors``); per option o of l and
     replica size s, an integer period w_{l,o,s} >= D_l / s; per window a of replica j,
     done(a) >= done(a - 1) + w (same replica), done(a) >= done_p(q) + w for each producer
-    window q it waits for (``_waits``), F_l >= the last done of each replica, and F_l >=
-    ready(0) + sum of x_e over l's direct output edges / B_off (``crossings``). When the
+    window q it waits for (``_waits``), F_l >= the last done of each replica, F_l >=
+    ready(0) + sum of x_e over l's direct output edges / B_off (``crossings``), and with
+    ``inputs_ahead`` (whose core floors leave the homes' input pixels out) F_l >= ready(0) +
+    each core's inbound link with them (``evaluate.span_floors``). When the
     options are not fixed (the full model), each option has its own windows, tied to the
     layer's by done_l(a) >= done_{l,o}(a) - big (1 - z_o), and prefix waits read the
     prefix maximum M_p(q) >= M_p(q - 1), done_p(q).
@@ -760,6 +763,7 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
         _path_relaxation(model, instance, z, budget, tau, whole_of)
         return
     whole: dict[int, Var] = {}
+    spans: dict[int, list[tuple[str, _Budget]]] = {}  # inputs_ahead: each core's inbound
     horizon = 0
     for li, layer in enumerate(instance.layers):
         floors: dict[str, _Budget] = {}
@@ -768,9 +772,10 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
                 continue
             u = layer.choices[ui]
             away, came = pr * u.ags - pe, py - pe
+            inbound = [(link(u.out_bytes), away), (link(u.in_bytes), came)]
+            inputs = [(link(layer.input_bytes), Expr.of(pr))]
             busy = {"issue": [(issue(u), py)],
-                    "in": [(link(u.out_bytes), away), (link(u.in_bytes), came),
-                           (link(layer.input_bytes), Expr.of(pr))],
+                    "in": inbound if instance.inputs_ahead else inbound + inputs,
                     "out": [(link(u.in_bytes), away), (link(u.out_bytes), came),
                             (link(layer.store_bytes), Expr.of(pr))]}
             if instance.sync:
@@ -780,6 +785,11 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
                                       _Budget())
                 for coef, e in terms:
                     b.add(coef, e)
+            if instance.inputs_ahead:
+                b = _Budget()
+                for coef, e in inbound + inputs:
+                    b.add(coef, e)
+                spans.setdefault(li, []).append((f"span[{layer.name},{u.unfolding},{k}]", b))
         hi = max([model.bounds_of(tau[li])[1]] + [b.upper(model) for b in floors.values()])
         whole[li] = d = model.var(0, hi, f"D[{layer.name}]")
         model.add(d - tau[li], lo=0)
@@ -787,7 +797,8 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
             b.bound(model, d, name)
         sent = (crossings or {}).get(li, [])
         off = total(x * offlink(1) for x in sent) if sent else None
-        horizon += hi + layer.windows_per_replica(1) + (
+        reach = max([0] + [b.upper(model) for _, b in spans.get(li, [])])
+        horizon += hi + layer.windows_per_replica(1) + reach + (
             math.ceil(model.bounds_of(off)[1]) if off is not None else 0)
     done: dict[int, list[Var]] = {}
     prefix: dict[int, list[Var]] = {}
@@ -839,16 +850,21 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
                 for a in range(layer.windows):
                     model.add(ours[a] - mine[a] - slack, lo=0)
         sent = (crossings or {}).get(li, [])
-        if sent:  # F_l >= ready(0) + O_l
+        if sent or li in spans:  # F_l >= ready(0) + O_l, ready(0) + each core's inbound link
             ready0 = model.var(0, horizon, f"R[{layer.name}]", implied=True)
             for e in into:
                 for _, q in _waits(instance, e, z, 0, 1, full):
                     model.add(ready0 - _made(e, q, done, prefix, full), lo=0)
-            body = _Budget()
-            body.add(Fraction(1), ready0)
-            for x in sent:
-                body.add(offlink(1), x)
-            body.bound(model, finish, f"offchip_floor[{layer.name}]")
+            bodies = list(spans.get(li, []))
+            if sent:
+                bodies.append((f"offchip_floor[{layer.name}]", _Budget()))
+                for x in sent:
+                    bodies[-1][1].add(offlink(1), x)
+            # P_l integral (the tick above the longest), so F_l and R_l stay integral
+            span = model.var(0, max(b.upper(model) for _, b in bodies), f"P[{layer.name}]")
+            for name, body in bodies:
+                body.bound(model, span, name)
+            model.add(finish - ready0 - span, lo=0, name=f"span[{layer.name}]")
         done[li] = ours
         if full and any(e.producer == li and e.reads is None for e in instance.edges):
             prefix[li] = [model.var(0, horizon, f"M[{layer.name},{a}]", implied=True)
@@ -922,6 +938,10 @@ def _path_relaxation(model: IntModel, instance: PlacementInstance, z, budget,
     finish = [model.var(0, horizon, f"F[{x.name}]") for x in instance.layers]
     for li, layer in enumerate(instance.layers):
         model.add(finish[li] - start[li] - tau[li], lo=0, name=f"run[{li}]")
+        if instance.inputs_ahead:  # F_l >= S_l + its span (``evaluate.floor_span``)
+            model.add(finish[li] - start[li] - total(
+                v * round(floor_span(instance, a, ui, ri) * TICKS_PER_NS)
+                for (a, ui, ri), v in z.items() if a == li), lo=0, name=f"span[{li}]")
         model.add(finish[li] - last[li], lo=0)
         model.add(last[li] - tau[li], lo=0)
         single = total(v for (a, _, ri), v in z.items()
@@ -1025,9 +1045,9 @@ def _hint_pipeline(pm: PlacementModel, counts: list[LayerCounts], names: dict[st
     floors = [math.ceil(f) for f in core_floors(inst, counts, issue, link)]
     whole = [max(_option_whole(inst, i, c.choice, inst.layers[i].replications.index(
         c.replication), False), floors[i]) for i, c in enumerate(counts)]
-    offs = [math.ceil(f) for f in offchip_floors(inst, counts, offlink)]
+    spans = [math.ceil(f) for f in span_floors(inst, counts, link, offlink)]
     reps = [c.replication for c in counts]
-    done, finish = pipeline(inst, reps, lambda i, size: -(-whole[i] // size), offs)
+    done, finish = pipeline(inst, reps, lambda i, size: -(-whole[i] // size), spans)
 
     def put(name: str, value) -> None:
         if name in names:
@@ -1041,6 +1061,7 @@ def _hint_pipeline(pm: PlacementModel, counts: list[LayerCounts], names: dict[st
             put(f"w[{tag},{size}]", -(-whole[li] // size))
         ready = window_ready(inst, reps, done, li)
         put(f"R[{layer.name}]", ready[0])
+        put(f"P[{layer.name}]", spans[li])
         top = np.maximum.accumulate(done[li])
         for a in range(layer.windows):
             for name, value in ((f"done[{layer.name},{a}]", done[li][a]),

@@ -203,6 +203,15 @@ class PlacementInstance:
     def chips(self) -> int:
         return self.cores // self.cores_per_chip
 
+    @property
+    def inputs_ahead(self) -> bool:
+        """LL with async links on one chip: a home takes its replica's input pixels as the
+        producers make them, ahead of its windows, so they bound the layer's span (F_l >=
+        R_l + its busiest inbound link with them) and not each window's period. Across chips
+        they queue on the one off-chip link; with sync links the in-order core takes each in
+        its turn: there they stay in the period."""
+        return self.mode == "ll" and not self.sync and self.chips == 1
+
     def edge_rates(self, edge: Edge) -> tuple[int, int, int]:
         """(a_e, b_e, den_e): B_e per producer and per consumer window in 1/den_e bytes
         (rounded to 1/64 byte). Replicas take window ranges in core order, so chip c makes the

@@ -384,6 +384,29 @@ def test_replicas_on_one_core_share_its_issue_slots(engine, monkeypatch):
     assert brute_force(inst, "latency") < want
 
 
+@pytest.mark.parametrize("link", [None, 0.05], ids=["isaac", "slow"])
+def test_floor_span_is_below_every_placements_span(link):
+    """LL on one chip with async links (``inputs_ahead``): the homes' input pixels leave the
+    window period (``core_floors``) for the span (``span_floors``), and an option's
+    ``floor_span`` is at most the span of every placement of it; on the slow link the span
+    outlasts some placement's windows (the case tests something)."""
+    inst = instance(2, 3, "ll", link_gb_per_s=link)
+    assert inst.inputs_ahead
+    others = [next(_layer_options(inst, li)) for li in range(len(inst.layers))]
+    longer = 0
+    for li, layer in enumerate(inst.layers):
+        for c in _layer_options(inst, li):
+            counts = [*others[:li], c, *others[li + 1:]]
+            span = evaluate.span_floors(inst, counts)[li]
+            ri = layer.replications.index(c.replication)
+            assert evaluate.floor_span(inst, li, c.choice, ri) <= span + 1e-9
+            inbound = evaluate.core_inbound(inst, li, c)
+            assert span == pytest.approx(inbound.max(), abs=0.01)  # up to the tick
+            assert (evaluate.core_inbound(inst, li, c, inputs=False) < inbound).any()
+            longer += span > evaluate.whole_ns(inst, counts)[li]
+    assert longer or link is None
+
+
 @pytest.mark.parametrize("kwargs", [{}, {"link_gb_per_s": 0.05},
                                     {"communication": "sync", "link_gb_per_s": 0.2,
                                      "issue_ns": 1600}], ids=["isaac", "slow", "sync"])

@@ -107,3 +107,15 @@ def test_unfoldings_alike_in_every_cost_are_offered_once():
     everything = {m.layer: [u.name for u in m.unfoldings] for m in inspection.workload.mvm_layers}
     assert len(everything["Conv_1"]) >= 3  # the workload still lists them all
 
+
+def test_inputs_ahead_only_on_one_chip_with_async_links_in_ll():
+    """A home takes its input pixels ahead of its windows on ISAAC (async, one chip) in LL;
+    not in HT (they come from the global memory), not on PUMA (sync), not across Arch-C's
+    chips."""
+    def ahead(name, mode):
+        target = _crossbar_target(name)
+        inspection = inspect_model("vgg8-28", target=target)
+        return build_instance(inspection.graph, inspection.workload, target, mode).inputs_ahead
+
+    assert ahead("isaac", "ll")
+    assert not ahead("isaac", "ht") and not ahead("puma", "ll") and not ahead("arch-c", "ll")
