@@ -238,12 +238,14 @@ so that the model's integer periods are the same numbers."""
 
 def layer_finish(instance: PlacementInstance, counts: list[LayerCounts],
                  crossings: ChipCrossings | None = None) -> list[float]:
-    """LL: each layer's finish F_l of ``pipeline`` (ns), its periods D_l / s rounded up to
-    ``PERIOD_NS`` as the latency has them; the latency is the largest."""
+    """LL: each layer's finish F_l of ``pipeline`` (ns), its periods D_l / s and its span
+    (``span_floors``) rounded up to ``PERIOD_NS`` as the latency has them; the latency is
+    the largest."""
     whole = whole_ns(instance, counts)
+    spans = [math.ceil(span / PERIOD_NS - 1e-9) * PERIOD_NS  # as the model's integral P_l
+             for span in span_floors(instance, counts, crossings=crossings)]
     _, finish = pipeline(instance, [c.replication for c in counts],
-                         lambda i, size: period_ns(whole[i], size),
-                         span_floors(instance, counts, crossings=crossings))
+                         lambda i, size: period_ns(whole[i], size), spans)
     return finish
 
 
@@ -384,14 +386,11 @@ def span_floors(instance: PlacementInstance, counts: list[LayerCounts],
                 crossings: ChipCrossings | None = None) -> list[float]:
     """LL: per layer, how long after its first input (ready(0)) it finishes at the least:
     its output's time on the off-chip link (``offchip_floors``) and, with
-    ``inputs_ahead``, its busiest core's inbound link with the homes' input pixels; rounded
-    up to ``PERIOD_NS`` when in ns (``link`` None)."""
+    ``inputs_ahead``, its busiest core's inbound link with the homes' input pixels."""
     spans = offchip_floors(instance, counts, offlink, crossings)
     if instance.inputs_ahead:
         spans = [max(span, float(core_inbound(instance, li, c, link).max(initial=0)))
                  for span, (li, c) in zip(spans, enumerate(counts), strict=True)]
-    if link is None:  # in ns: up to the tick, as the model's integral P_l
-        spans = [math.ceil(span / PERIOD_NS - 1e-9) * PERIOD_NS for span in spans]
     return spans
 
 
