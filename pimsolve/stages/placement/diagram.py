@@ -1,7 +1,7 @@
 """LL: a lower bound on the latency of every option set, by a relaxed decision diagram.
 
-``evaluate.floor_latency(z)`` is the window pipeline with each layer's D at its option's
-floor: no placement of the options z is faster. So the least floor over every option set
+``evaluate.floor_latency(z)`` is the window pipeline with each layer's D and span at its
+option's floor: no placement of the options z is faster. So the least floor over every option set
 that fits the crossbars (K C) and the master's local-memory cuts is a lower bound on the LL
 optimum, and one that sees what the master cannot: how the replicas of consecutive layers
 line up, window by window.

@@ -754,7 +754,8 @@ def _critical_path(model: IntModel, instance: PlacementInstance, z, budget,
     window q_0 the first window waits for, in replica 0 of p: c_e = (q_0 + 1) / s_0);
     F_l >= G_p + kappa_e D_l and, where that window is in l's last replica, G_l >= the same
     (a* the first window waiting for p's last window, in replica j*:
-    kappa_e = (b_{j*+1} - a*) / s_{j*}); G_l >= S_l + D_l with one replica; F_l >= G_l."""
+    kappa_e = (b_{j*+1} - a*) / s_{j*}); G_l >= S_l + D_l with one replica; F_l >= G_l; with
+    ``inputs_ahead``, F_l >= S_l + each option's ``evaluate.floor_span``."""
     issue, link, offlink = _floor_ticks(instance)
     whole_of = {key: _option_whole(instance, *key, windows is None) for key in z}
     tau = {li: total(v * whole_of[a, ui, ri] for (a, ui, ri), v in z.items() if a == li)
