@@ -22,14 +22,21 @@ from pimsolve.ir.mapping import LayerPlacement, Mapping, Partition
 from pimsolve.stages.placement.instance import Choice, PlacementInstance
 
 __all__ = ["LayerCounts", "Prediction", "predict", "counts_of", "decode", "RESOURCES",
+           "CHAIN_GM_SHARE", "per_core",
            "window_ns", "pipeline", "window_ready", "whole_ns", "replica_bounds", "core_floors",
            "core_busy", "core_inbound", "span_floors", "offchip_floors", "home_floor",
            "floor_latency", "floor_whole", "floor_span", "PERIOD_NS", "period_ns", "replica_done",
            "memory_per_core", "ChipCrossings", "chip_crossings"]
 
 RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "serial", "gm",
-             "offchip", "path")
+             "chain", "offchip", "path")
 """What can bound the cycle (HT) or the latency (LL)."""
+CHAIN_GM_SHARE = 0.3
+"""HT, resource ``chain``: the share beta of a chip's global-memory busy time that an AG
+chain waits for its inputs, T >= t^ag m + beta G (the chip's memory serves one transfer at a
+time, in order of request, and a core asks for one at a time, so where the memory is busy a
+chain's loads queue behind the other cores'). Fitted to the simulator on 56 HT placements
+(``formulations/placement.md``, fidelity)."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +197,7 @@ def predict(instance: PlacementInstance, counts: list[LayerCounts]) -> Predictio
     if instance.mode == "ht":
         chips = instance.cores // instance.cores_per_chip
         res["gm"] = float(cores["gport"].reshape(chips, -1).sum(axis=1).max())
+        res["chain"] = res["ag"] + CHAIN_GM_SHARE * res["gm"]
         res["path"] = 0.0
     else:
         res["gm"] = 0.0

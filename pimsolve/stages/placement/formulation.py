@@ -24,12 +24,14 @@ import numpy as np
 from pimsolve.errors import InfeasibleError, InputError
 from pimsolve.solve.model import Expr, IntModel, Var, total
 from pimsolve.stages.placement.evaluate import (
+    CHAIN_GM_SHARE,
     PERIOD_NS,
     LayerCounts,
     chip_crossings,
     core_floors,
     floor_span,
     home_floor,
+    per_core,
     pipeline,
     predict,
     replica_bounds,
@@ -272,6 +274,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
             budget(f"vfu[{k}]").constant += _ticks(instance.vector_core_ns["vfu"])
             budget(f"gport[{k}]").constant += _ticks(instance.vector_core_ns["gport"])
             budget(f"gm[{k // per_chip}]").constant += _ticks(instance.vector_core_ns["gport"])
+        _chain_rows(model, budgets)
     else:
         _critical_path(model, instance, z, budget, windows, sent)
     for name, b in budgets.items():
@@ -632,7 +635,9 @@ def _aggregate_cuts(instance: PlacementInstance, z,
       replica-windows, r lam_r load bytes; an AG whose replica does not fit one core, at least
       A_u - floor(C / X_u) per replica, sends and receives partial sums);
     * floors, per layer: some core holds ceil(A_u r / K) of its AGs and ceil(r / K) of its
-      homes, and the per-window terms of one AG (t^ag m) bound T alone.
+      homes, and the per-window terms of one AG (t^ag m) bound T alone;
+    * HT, chains, per layer: t^ag m + beta times the chips' mean global memory (at most
+      the busiest chip's).
     """
     K, C = instance.cores, instance.crossbars_per_core
     chips = K // instance.cores_per_chip
@@ -644,6 +649,7 @@ def _aggregate_cuts(instance: PlacementInstance, z,
     names = ("issue", "vfu", "local", "gport", "gm", "net_in", "net_out", "serial", "offchip")
     sums: dict[str, _Budget] = {name: _Budget() for name in names}
     floors = {li: _Budget() for li in range(len(instance.layers))}
+    chains = {li: _Budget() for li in range(len(instance.layers))}
     vfu0 = _ticks(instance.vector_core_ns["vfu"]) if ht else Fraction(0)
     gport0 = _ticks(instance.vector_core_ns["gport"]) if ht else Fraction(0)
     tick_gbw = _ticks(1) * gbw
@@ -708,6 +714,7 @@ def _aggregate_cuts(instance: PlacementInstance, z,
                                                     lambda nbytes: _ticks(nbytes) * link,
                                                     counted=False)))
         floors[li].add(floor, v)
+        chains[li].add(ag * m, v)
     sums["vfu"].constant += vfu0 * K
     sums["gport"].constant += gport0 * K
     sums["gm"].constant += gport0 * K
@@ -719,7 +726,30 @@ def _aggregate_cuts(instance: PlacementInstance, z,
         out[f"all_{name}"] = b
     for li, b in floors.items():
         out[f"floor[{instance.layers[li].name}]"] = b
+    if ht:  # the chain under the global memory, t^ag m + beta G, on the chips' mean
+        beta = Fraction(CHAIN_GM_SHARE).limit_denominator(100)
+        gm = out["all_gm"]
+        for li, b in chains.items():
+            b.terms += [(beta * c, e) for c, e in gm.terms]
+            b.constant = beta * gm.constant
+            out[f"all_chain[{instance.layers[li].name}]"] = b
     return out
+
+
+def _chain_rows(model: IntModel, budgets: dict[str, _Budget]) -> None:
+    """HT, an AG chain under a busy global memory (``evaluate.CHAIN_GM_SHARE``, beta):
+    T >= t^ag_l m_l + beta G_c for every layer l and chip c, with G_c (integer ticks) at
+    least chip c's global memory ``gm[c]``."""
+    beta = Fraction(CHAIN_GM_SHARE).limit_denominator(100)
+    chains = [(name[3:-1], b) for name, b in budgets.items() if name.startswith("ag[")]
+    for name, b in [(name, b) for name, b in budgets.items() if name.startswith("gm[")]:
+        chip = name[3:-1]
+        g = model.var(0, b.upper(model), f"G[{chip}]")
+        b.bound(model, g, f"G[{chip}]>=gm")
+        for layer, a in chains:
+            row = budgets[f"chain[{layer},{chip}]"] = _Budget()
+            row.terms = [*a.terms, (beta, Expr.of(g))]
+            row.constant = a.constant
 
 
 def _time_upper(model: IntModel, budgets: dict[str, _Budget]) -> int:
@@ -1137,6 +1167,13 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
             hint[Var(p)] = value[x] * value[y]
     for i, x in value.items():
         hint.setdefault(Var(i), x)
+    if inst.mode == "ht":  # G_c: each chip's global memory (``_chain_rows``)
+        gm = per_core(inst, counts)["gport"].reshape(inst.chips, -1).sum(axis=1)
+        for chip, ns in enumerate(gm):
+            if f"G[{chip}]" in names:
+                i = names[f"G[{chip}]"]
+                hint[Var(i)] = min(math.ceil(ns * TICKS_PER_NS * 1.0001) + 2,
+                                   pm.model.upper[i])
     # T: the placement's predicted value, with slack for the per-term rounding up
     ticks = math.ceil(predict(inst, counts).time_ns * TICKS_PER_NS * 1.0001) + 2
     if inst.mode == "ll":  # the window pipeline on the model's integer ticks

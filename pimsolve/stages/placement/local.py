@@ -262,7 +262,7 @@ def gather(instance: PlacementInstance, counts: list[LayerCounts], seconds: floa
         return False
 
     def improve() -> bool:
-        if best.bottleneck != "gm":  # nothing else falls when homes gather
+        if best.bottleneck not in ("gm", "chain"):  # nothing else falls when homes gather
             return False
         for i in shared:
             c = cur[i]

@@ -394,17 +394,20 @@ def test_work_clock_repeats_a_run_the_limit_stops(mode):
                for x, y in zip(a, b, strict=True))
 
 
-def test_roomy_places_a_set_that_leaves_room() -> None:
+def test_roomy_places_a_set_that_leaves_room(monkeypatch) -> None:
     """HT, where no greedy placement fits the master's option set: ``_roomy`` holds a copy of
     the master (its cuts included; the master itself is left as it was) to the ``ROOM_HT``
     shares in turn and returns the first set a greedy places: valid, within the share of the
     crossbars and of the local memory (the master's own set is not), and no better than the
-    master's optimum (it is a restriction)."""
+    master's optimum (it is a restriction). Without the chain term (beta = 0): with it the
+    master's optimum on this instance is a set that leaves room already."""
     from pimsolve.solve.clock import Clock
-    from pimsolve.stages.placement import decompose
+    from pimsolve.stages.placement import decompose, evaluate, formulation
     from pimsolve.stages.placement.formulation import option_memory
     from tests.stages.placement.test_packing import tight
 
+    monkeypatch.setattr(formulation, "CHAIN_GM_SHARE", 0.0)
+    monkeypatch.setattr(evaluate, "CHAIN_GM_SHARE", 0.0)
     inst, _ = tight()
     master = build_master(inst, "throughput")
     before = len(master.model.constraints)

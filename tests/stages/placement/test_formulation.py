@@ -129,6 +129,29 @@ def test_exact_engines_find_the_brute_force_optimum(cores, crossbars, mode, engi
     assert predict(inst, counts).objective(objective) == pytest.approx(want, abs=0.01)
 
 
+def test_the_chain_under_the_global_memory_binds_and_the_engines_see_it(monkeypatch):
+    """HT: an AG chain waits for a share beta of the global memory's busy time (``chain``:
+    t^ag m + beta G). On 2 cores of 2 crossbars it sets the optimum, which rises with beta,
+    and the exact engines find the brute force's at each beta."""
+    from pimsolve.stages.placement import evaluate, formulation
+
+    inst = instance(2, 2, "ht")
+    seen = []
+    for beta in (0.0, 0.3, 3.0):
+        monkeypatch.setattr(evaluate, "CHAIN_GM_SHARE", beta)
+        monkeypatch.setattr(formulation, "CHAIN_GM_SHARE", beta)
+        want = brute_force(inst, "throughput")
+        pm = build_model(inst, "throughput")
+        result, values = solve_model(pm.model, "cpsat")
+        # T and G_c are rounded up to the tick, beta G_c so to within beta ticks
+        assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1 + beta
+        p = predict(inst, decode_values(pm, values))
+        assert p.resources["chain"] == pytest.approx(
+            p.resources["ag"] + beta * p.resources["gm"])
+        seen.append(want)
+    assert seen[0] < seen[1] < seen[2]
+
+
 SYNC_HT = {"communication": "sync", "link_gb_per_s": 1.0, "issue_ns": 1600}
 """PUMA-like links and issue on 2 cores of 3 crossbars: a home that sends two of its three AGs
 elsewhere evens out the cores' serial work, which ``home_least`` forbids in HT."""
