@@ -32,11 +32,11 @@ RESOURCES = ("ag", "issue", "vfu", "local", "gport", "net_out", "net_in", "seria
              "chain", "offchip", "path")
 """What can bound the cycle (HT) or the latency (LL)."""
 CHAIN_GM_SHARE = 0.3
-"""HT, resource ``chain``: the share beta of a chip's global-memory busy time that an AG
-chain waits for its inputs, T >= t^ag m + beta G (the chip's memory serves one transfer at a
-time, in order of request, and a core asks for one at a time, so where the memory is busy a
-chain's loads queue behind the other cores'). Fitted to the simulator on 56 HT placements
-(``formulations/placement.md``, fidelity)."""
+"""HT, resource ``chain``: the share beta of the global memory's busy time that an AG chain
+waits for its inputs, T >= t^ag m + beta G, G the chips' mean (a chip's memory serves one
+transfer at a time, in order of request, and a core asks for one at a time, so where the
+memory is busy a chain's loads queue behind the other cores'). Fitted to the simulator on
+56 HT placements (``formulations/placement.md``, fidelity)."""
 
 
 @dataclass(frozen=True)
@@ -196,8 +196,9 @@ def predict(instance: PlacementInstance, counts: list[LayerCounts]) -> Predictio
                      for layer, c in zip(instance.layers, counts, strict=True)), default=0.0)
     if instance.mode == "ht":
         chips = instance.cores // instance.cores_per_chip
-        res["gm"] = float(cores["gport"].reshape(chips, -1).sum(axis=1).max())
-        res["chain"] = res["ag"] + CHAIN_GM_SHARE * res["gm"]
+        per_chip = cores["gport"].reshape(chips, -1).sum(axis=1)
+        res["gm"] = float(per_chip.max())
+        res["chain"] = res["ag"] + CHAIN_GM_SHARE * float(per_chip.mean())
         res["path"] = 0.0
     else:
         res["gm"] = 0.0

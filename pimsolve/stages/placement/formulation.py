@@ -274,7 +274,7 @@ def build_model(instance: PlacementInstance, objective: str, *,
             budget(f"vfu[{k}]").constant += _ticks(instance.vector_core_ns["vfu"])
             budget(f"gport[{k}]").constant += _ticks(instance.vector_core_ns["gport"])
             budget(f"gm[{k // per_chip}]").constant += _ticks(instance.vector_core_ns["gport"])
-        _chain_rows(model, budgets)
+        _chain_rows(model, budgets, instance.chips)
     else:
         _critical_path(model, instance, z, budget, windows, sent)
     for name, b in budgets.items():
@@ -636,8 +636,7 @@ def _aggregate_cuts(instance: PlacementInstance, z,
       A_u - floor(C / X_u) per replica, sends and receives partial sums);
     * floors, per layer: some core holds ceil(A_u r / K) of its AGs and ceil(r / K) of its
       homes, and the per-window terms of one AG (t^ag m) bound T alone;
-    * HT, chains, per layer: t^ag m + beta times the chips' mean global memory (at most
-      the busiest chip's).
+    * HT, chains, per layer: t^ag m + beta times the chips' mean global memory.
     """
     K, C = instance.cores, instance.crossbars_per_core
     chips = K // instance.cores_per_chip
@@ -726,7 +725,7 @@ def _aggregate_cuts(instance: PlacementInstance, z,
         out[f"all_{name}"] = b
     for li, b in floors.items():
         out[f"floor[{instance.layers[li].name}]"] = b
-    if ht:  # the chain under the global memory, t^ag m + beta G, on the chips' mean
+    if ht:  # the chain under the global memory, t^ag m + beta G (``_chain_rows``)
         beta = Fraction(CHAIN_GM_SHARE).limit_denominator(100)
         gm = out["all_gm"]
         for li, b in chains.items():
@@ -736,18 +735,21 @@ def _aggregate_cuts(instance: PlacementInstance, z,
     return out
 
 
-def _chain_rows(model: IntModel, budgets: dict[str, _Budget]) -> None:
+def _chain_rows(model: IntModel, budgets: dict[str, _Budget], chips: int) -> None:
     """HT, an AG chain under a busy global memory (``evaluate.CHAIN_GM_SHARE``, beta):
-    T >= t^ag_l m_l + beta G_c for every layer l and chip c, with G_c (integer ticks) at
-    least chip c's global memory ``gm[c]``."""
+    T >= t^ag_l m_l + beta G for every layer l, with G (integer ticks) at least the chips'
+    mean global memory, sum_c gm[c] / chips."""
     beta = Fraction(CHAIN_GM_SHARE).limit_denominator(100)
-    chains = [(name[3:-1], b) for name, b in budgets.items() if name.startswith("ag[")]
-    for name, b in [(name, b) for name, b in budgets.items() if name.startswith("gm[")]:
-        chip = name[3:-1]
-        g = model.var(0, b.upper(model), f"G[{chip}]")
-        b.bound(model, g, f"G[{chip}]>=gm")
-        for layer, a in chains:
-            row = budgets[f"chain[{layer},{chip}]"] = _Budget()
+    mean = _Budget()
+    for name, b in budgets.items():
+        if name.startswith("gm["):
+            mean.terms += [(c / chips, e) for c, e in b.terms]
+            mean.constant += b.constant / chips
+    g = model.var(0, mean.upper(model), "G")
+    mean.bound(model, g, "G>=gm")
+    for name, a in list(budgets.items()):
+        if name.startswith("ag["):
+            row = budgets[f"chain{name[2:]}"] = _Budget()
             row.terms = [*a.terms, (beta, Expr.of(g))]
             row.constant = a.constant
 
@@ -1167,13 +1169,10 @@ def hint_values(pm: PlacementModel, counts: list[LayerCounts]) -> dict[Var, int]
             hint[Var(p)] = value[x] * value[y]
     for i, x in value.items():
         hint.setdefault(Var(i), x)
-    if inst.mode == "ht":  # G_c: each chip's global memory (``_chain_rows``)
-        gm = per_core(inst, counts)["gport"].reshape(inst.chips, -1).sum(axis=1)
-        for chip, ns in enumerate(gm):
-            if f"G[{chip}]" in names:
-                i = names[f"G[{chip}]"]
-                hint[Var(i)] = min(math.ceil(ns * TICKS_PER_NS * 1.0001) + 2,
-                                   pm.model.upper[i])
+    if "G" in names:  # HT: the chips' mean global memory (``_chain_rows``)
+        ns = per_core(inst, counts)["gport"].sum() / inst.chips
+        hint[Var(names["G"])] = min(math.ceil(ns * TICKS_PER_NS * 1.0001) + 2,
+                                    pm.model.upper[names["G"]])
     # T: the placement's predicted value, with slack for the per-term rounding up
     ticks = math.ceil(predict(inst, counts).time_ns * TICKS_PER_NS * 1.0001) + 2
     if inst.mode == "ll":  # the window pipeline on the model's integer ticks
