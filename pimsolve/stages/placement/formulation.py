@@ -274,7 +274,12 @@ def build_model(instance: PlacementInstance, objective: str, *,
             budget(f"vfu[{k}]").constant += _ticks(instance.vector_core_ns["vfu"])
             budget(f"gport[{k}]").constant += _ticks(instance.vector_core_ns["gport"])
             budget(f"gm[{k // per_chip}]").constant += _ticks(instance.vector_core_ns["gport"])
-        _chain_rows(model, budgets, instance.chips)
+        mean = _Budget()  # the chips' mean global memory, sum_c gm[c] / chips
+        for name, b in budgets.items():
+            if name.startswith("gm["):
+                mean.terms += [(c / instance.chips, e) for c, e in b.terms]
+                mean.constant += b.constant / instance.chips
+        _chain_rows(model, budgets, [mean, budgets["all_gm"]])
     else:
         _critical_path(model, instance, z, budget, windows, sent)
     for name, b in budgets.items():
@@ -424,6 +429,8 @@ def build_master(instance: PlacementInstance, objective: str, *,
     budgets = _aggregate_cuts(instance, z, upper)
     if instance.mode == "ll":
         _critical_path(model, instance, z, lambda name: budgets.setdefault(name, _Budget()))
+    else:
+        _chain_rows(model, budgets, [budgets["all_gm"]])
     for name, b in budgets.items():
         b.bound(model, time, name)
     model.upper[time.index] = _time_upper(model, budgets)
@@ -636,7 +643,8 @@ def _aggregate_cuts(instance: PlacementInstance, z,
       A_u - floor(C / X_u) per replica, sends and receives partial sums);
     * floors, per layer: some core holds ceil(A_u r / K) of its AGs and ceil(r / K) of its
       homes, and the per-window terms of one AG (t^ag m) bound T alone;
-    * HT, chains, per layer: t^ag m + beta times the chips' mean global memory.
+    * HT, chains, per layer: t^ag m, to which ``_chain_rows`` adds beta times the chips'
+      mean global memory.
     """
     K, C = instance.cores, instance.crossbars_per_core
     chips = K // instance.cores_per_chip
@@ -725,33 +733,24 @@ def _aggregate_cuts(instance: PlacementInstance, z,
         out[f"all_{name}"] = b
     for li, b in floors.items():
         out[f"floor[{instance.layers[li].name}]"] = b
-    if ht:  # the chain under the global memory, t^ag m + beta G (``_chain_rows``)
-        beta = Fraction(CHAIN_GM_SHARE).limit_denominator(100)
-        gm = out["all_gm"]
+    if ht:  # the chain under the global memory: beta G joins them in ``_chain_rows``
         for li, b in chains.items():
-            b.terms += [(beta * c, e) for c, e in gm.terms]
-            b.constant = beta * gm.constant
             out[f"all_chain[{instance.layers[li].name}]"] = b
     return out
 
 
-def _chain_rows(model: IntModel, budgets: dict[str, _Budget], chips: int) -> None:
+def _chain_rows(model: IntModel, budgets: dict[str, _Budget], gm: list[_Budget]) -> None:
     """HT, an AG chain under a busy global memory (``evaluate.CHAIN_GM_SHARE``, beta):
-    T >= t^ag_l m_l + beta G for every layer l, with G (integer ticks) at least the chips'
-    mean global memory, sum_c gm[c] / chips."""
+    T >= t^ag_l m_l + beta G for every layer l (``_aggregate_cuts``' chains), with G
+    (integer ticks) at least each of ``gm``, lower bounds on the chips' mean global memory
+    (one variable, so that the rows stay short)."""
     beta = Fraction(CHAIN_GM_SHARE).limit_denominator(100)
-    mean = _Budget()
+    g = model.var(0, max(b.upper(model) for b in gm), "G")
+    for i, b in enumerate(gm):
+        b.bound(model, g, f"G>=gm{i}")
     for name, b in budgets.items():
-        if name.startswith("gm["):
-            mean.terms += [(c / chips, e) for c, e in b.terms]
-            mean.constant += b.constant / chips
-    g = model.var(0, mean.upper(model), "G")
-    mean.bound(model, g, "G>=gm")
-    for name, a in list(budgets.items()):
-        if name.startswith("ag["):
-            row = budgets[f"chain{name[2:]}"] = _Budget()
-            row.terms = [*a.terms, (beta, Expr.of(g))]
-            row.constant = a.constant
+        if name.startswith("all_chain["):
+            b.terms.append((beta, Expr.of(g)))
 
 
 def _time_upper(model: IntModel, budgets: dict[str, _Budget]) -> int:
