@@ -131,8 +131,8 @@ def test_exact_engines_find_the_brute_force_optimum(cores, crossbars, mode, engi
 
 def test_the_chain_under_the_global_memory_binds_and_the_engines_see_it(monkeypatch):
     """HT: an AG chain waits for a share beta of the global memory's busy time (``chain``:
-    t^ag m + beta G). On 2 cores of 2 crossbars it sets the optimum, which rises with beta,
-    and the exact engines find the brute force's at each beta."""
+    t^ag m + beta G, one chip: G its global memory). On 2 cores of 2 crossbars it sets the
+    optimum, which rises with beta, and CP-SAT finds the brute force's at each beta."""
     from pimsolve.stages.placement import evaluate, formulation
 
     inst = instance(2, 2, "ht")
@@ -143,7 +143,7 @@ def test_the_chain_under_the_global_memory_binds_and_the_engines_see_it(monkeypa
         want = brute_force(inst, "throughput")
         pm = build_model(inst, "throughput")
         result, values = solve_model(pm.model, "cpsat")
-        # T and G_c are rounded up to the tick, beta G_c so to within beta ticks
+        # T and G are rounded up to the tick, beta G so to within beta ticks
         assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1 + beta
         p = predict(inst, decode_values(pm, values))
         assert p.resources["chain"] == pytest.approx(
