@@ -81,6 +81,9 @@ ROOM_HT = (0.9, 0.8, 0.7)
 the local memory ``_roomy`` holds the master to in turn. googlenet/Arch-C HT: the master's
 sets (340.8 us) need 99.3% of the local memory for their homes, and held to 0.98 and 0.95 its
 sets still place nowhere; at 0.9 one places at 419.2 us (balance: 648 us)."""
+ROOM_HT_TRIES = 3
+"""``_roomy``: option sets tried at each share at most (each set that places nowhere is cut
+off, by ``home_cut`` where its homes do not fit, and excluded otherwise)."""
 ROOM_HT_ABOVE = 0.05
 """``_roomy`` runs only when the incumbent is more than this above the master's value: where
 it is near, little is to gain in the model and the simulator may disagree (googlenet/ISAAC
@@ -143,6 +146,13 @@ LL, where at 224x224 the heavier LP leaves the master with a weaker bound in the
 (resnet34/Arch-C LL, 8 s: 191 us where the default reached 1614 us). Which of several
 optimal option sets the master returns changes with it: resnet18-28/ISAAC HT gets one whose
 greedy placement is worse (109.8 us against 105.9, the same master value 101.9 us)."""
+MASTER_WORKERS = 1
+"""CP-SAT workers of the masters (the subproblems and packings keep ``options.workers``).
+Several workers interleave their search, so on either clock they share one thread, and the
+masters, LP-bound, gain nothing from the second: alone, 11 of the twelve HT masters of the
+benchmark proved their optimum in 1.2 to 2.7 times less deterministic time with one worker
+(googlenet/Arch-C 3.05 -> 1.38 s, resnet34/ISAAC 6.49 -> 2.38), resnet18-28/ISAAC in twice as
+much (2.40 -> 4.74); the six 28x28 LL masters in 1.3 to 55 times less."""
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
@@ -176,6 +186,23 @@ def _add_cut(master: PlacementModel, picks: Picks, value: int, name: str) -> Non
     n = len(picks)
     hit = total(master.z[li, ui, ri] for li, (ui, ri) in enumerate(picks))
     master.model.add(master.model.objective - hit * value, lo=-(n - 1) * value, name=name)
+
+
+def _home_cut(instance: PlacementInstance, picks: Picks, home_cuts: list[HomeCut],
+              clock: Clock, stats: dict[str, float]) -> HomeCut | None:
+    """``home_packing.home_cut`` of ``picks``, joined to ``home_cuts``; None where its homes
+    fit the cores or ``HOME_CUTS`` are already there."""
+    if len(home_cuts) >= HOME_CUTS:
+        return None
+    t = clock.now()
+    cut = home_cut(instance, [ui for ui, _ in picks],
+                   [layer.replications[ri] for layer, (_, ri) in
+                    zip(instance.layers, picks, strict=True)], clock)
+    stats["home_cut_s"] = stats.get("home_cut_s", 0.0) + clock.now() - t
+    if cut is not None:
+        home_cuts.append(cut)
+        stats["home_cuts"] = float(len(home_cuts))
+    return cut
 
 
 def _add_home_cut(master: PlacementModel, cut: HomeCut, name: str) -> None:
@@ -286,12 +313,8 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         t = clock.now()
         clock.charge(master.model.terms, "term")  # its constraints, in CP-SAT's model
         price = "master_dtime" if instance.mode == "ht" else "dtime"
-        master_result, values = solve_model(master.model, engine,
-                                            replace(options, time_limit_s=clock.left(),
-                                                    relative_gap=None,
-                                                    params=_master_params(instance, engine,
-                                                                          options),
-                                                    work_price=price))
+        master_result, values = solve_model(
+            master.model, engine, _master_options(instance, engine, options, clock.left(), price))
         clock.charge_solve(master_result, price)
         stats["master_s"] += clock.now() - t
         retry = master_result.status == Status.INFEASIBLE and bool(parked)
@@ -345,25 +368,18 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
             roomy = False
             t = clock.now()
             found = _roomy(instance, objective, master, engine, options, known, clock,
-                           ROOM_HT_SHARE * clock.left(), picks)
+                           ROOM_HT_SHARE * clock.left(), picks, home_cuts, stats)
             stats["room_s"] = clock.now() - t
             if found is not None and (best is None or found[1] < best):
                 stats["room_share"] = found[0]
                 best, best_counts = found[1:]
                 if progress is not None:
                     progress(Progress(time.perf_counter() - began, best, lower))
-        if placed is None and instance.mode == "ht" and len(home_cuts) < HOME_CUTS:
-            # do its homes fit the cores at all?
-            t = clock.now()
-            cut = home_cut(instance, [ui for ui, _ in picks],
-                           [layer.replications[ri] for layer, (_, ri) in
-                            zip(instance.layers, picks, strict=True)], clock)
-            stats["home_cut_s"] = stats.get("home_cut_s", 0.0) + clock.now() - t
-            if cut is not None:  # no placement of picks: the master learns why, and goes on
-                home_cuts.append(cut)
-                _add_home_cut(master, cut, f"homes{len(home_cuts)}")
-                stats["home_cuts"] = float(len(home_cuts))
-                continue
+        # HT: do its homes fit the cores at all? If not, the master learns why, and goes on
+        if placed is None and instance.mode == "ht" and (
+                cut := _home_cut(instance, picks, home_cuts, clock, stats)) is not None:
+            _add_home_cut(master, cut, f"homes{len(home_cuts)}")
+            continue
         if (instance.mode == "ht" and placed is not None and not retry
                 and placed[0] > (1 + TIES_ABOVE) * floor):
             t = clock.now()
@@ -474,29 +490,40 @@ def _cap_milp(placement: PlacementModel, engine: str, objective: str,
 
 def _roomy(instance: PlacementInstance, objective: str, master: PlacementModel, engine: str,
            options: SolveOptions, known: dict[Picks, list[LayerCounts]], clock: Clock,
-           seconds: float, hint: Picks) -> tuple[float, float, list[LayerCounts]] | None:
+           seconds: float, hint: Picks, home_cuts: list[HomeCut], stats: dict[str, float],
+           ) -> tuple[float, float, list[LayerCounts]] | None:
     """HT: the master held to each of ``ROOM_HT`` of the crossbars and the local memory in
     turn (``formulation.restrict_room``), each solve given the time left of ``seconds`` and
     the master's option set ``hint`` as a hint, until a greedy placement fits its option
     set: (the share, the placement's value in model units, the placement); None if none did
-    in time. googlenet/Arch-C HT at 0.9, 4 work-s: hinted with the master's set (which the
-    room excludes), the optimum, 419.2 us, in 2.6 deterministic s, a set that places;
-    unhinted also 419.2 (2.3 s), a set that places; hinted with balance's set 419.2 (2.4 s),
-    a tied set that places nowhere. With 1 deterministic s: 1254.4, nothing, and 648.1 us
-    (balance's own set). So the hint picks among tied optima more than it speeds the solve."""
+    in time. Where a set places nowhere, the copy is solved again at the same share (up to
+    ``ROOM_HT_TRIES`` sets) without it: cut off by ``home_cut`` where its homes do not fit
+    the cores (the cut joins ``home_cuts`` and the master too), else excluded. The copies'
+    optima tie, and which of them comes back decides whether one places: googlenet/Arch-C
+    HT (10 s, two workers), the first set at 0.9 places nowhere though its homes fit; the
+    next places at 437.8 us, where 0.8's first placed at 485.8. Before the chain term (at 0.9,
+    4 work-s): hinted with the master's set (which the room excludes), the optimum, 419.2
+    us, in 2.6 deterministic s, a set that places; hinted with balance's set 419.2 (2.4 s),
+    a tied set that places nowhere. So the hint picks among tied optima more than it speeds
+    the solve."""
     deadline = clock.now() + seconds
     for share in ROOM_HT:
         restricted = restrict_room(master, share)
         clock.charge(restricted.model.terms, "term")
-        left = deadline - clock.now()
-        if left <= 0:
-            return None
-        found = _solve_copy(instance, restricted, engine, options, clock, left, hint)
-        if found is None:
-            continue
-        placed = _placed(instance, objective, found, known, clock)
-        if placed is not None:
-            return share, *placed
+        for attempt in range(ROOM_HT_TRIES):
+            if (left := deadline - clock.now()) <= 0:
+                return None
+            found = _solve_copy(instance, restricted, engine, options, clock, left, hint)
+            if found is None:
+                break
+            placed = _placed(instance, objective, found, known, clock)
+            if placed is not None:
+                return share, *placed
+            if (cut := _home_cut(instance, found, home_cuts, clock, stats)) is not None:
+                _add_home_cut(master, cut, f"homes{len(home_cuts)}")
+                _add_home_cut(restricted, cut, f"homes{len(home_cuts)}")
+            else:  # its homes fit, but no greedy placement does: the next set
+                _exclude(restricted, found, f"room_tried{attempt}")
     return None
 
 
@@ -505,9 +532,8 @@ def _solve_copy(instance: PlacementInstance, copy: PlacementModel, engine: str,
                 hint: Picks) -> Picks | None:
     """The option set of a solution of ``copy`` (a restricted master) hinted with ``hint``,
     in ``seconds`` charged to ``clock`` like the master's; None if none was found."""
-    result, values = solve_model(copy.model, engine, replace(
-        options, time_limit_s=seconds, relative_gap=None,
-        params=_master_params(instance, engine, options), work_price="master_dtime"),
+    result, values = solve_model(
+        copy.model, engine, _master_options(instance, engine, options, seconds, "master_dtime"),
         hint={v: int(hint[li] == (ui, ri)) for (li, ui, ri), v in copy.z.items()})
     clock.charge_solve(result, "master_dtime")
     return None if values is None else _master_picks(copy, values)
@@ -668,11 +694,15 @@ def _packed(instance: PlacementInstance, objective: str, picks: Picks,
     return _model_units(instance, objective, counts), counts
 
 
-def _master_params(instance: PlacementInstance, engine: str, options: SolveOptions) -> str:
-    """The master's CP-SAT parameters: ``MASTER_PARAMS`` in HT beside the user's."""
-    if engine != "cpsat" or instance.mode != "ht" or "linearization_level" in options.params:
-        return options.params
-    return f"{MASTER_PARAMS} {options.params}".strip()
+def _master_options(instance: PlacementInstance, engine: str, options: SolveOptions,
+                    seconds: float, price: str) -> SolveOptions:
+    """A master's (or a restricted copy's) solve: ``seconds``, no gap limit, ``MASTER_WORKERS``
+    and, in HT with CP-SAT, ``MASTER_PARAMS`` beside the user's parameters."""
+    params = options.params
+    if engine == "cpsat" and instance.mode == "ht" and "linearization_level" not in params:
+        params = f"{MASTER_PARAMS} {params}".strip()
+    return replace(options, time_limit_s=seconds, relative_gap=None, params=params,
+                   workers=min(options.workers, MASTER_WORKERS), work_price=price)
 
 
 def _master(instance: PlacementInstance, objective: str, upper: float | None,

@@ -28,7 +28,8 @@ from pimsolve.stages.placement.baselines import (
 )
 from pimsolve.stages.placement.decompose import (
     MASTER_PARAMS,
-    _master_params,
+    MASTER_WORKERS,
+    _master_options,
     _seed,
     picks_of,
     solve_decomposed,
@@ -361,18 +362,26 @@ def test_a_seed_is_an_incumbent_when_the_subproblem_finds_nothing(monkeypatch):
     assert result.objective >= predict(inst, counts).latency_ns * TICKS_PER_NS
 
 
-def test_master_params_leave_the_users_alone() -> None:
+def test_master_options_leave_the_users_params_alone() -> None:
     """The HT master solves with CP-SAT's full LP relaxation (``MASTER_PARAMS``) beside the
     user's parameters; LL masters, the MILP engines and a user who sets the linearization
-    level themselves get exactly what they asked for."""
+    level themselves get exactly what they asked for. Every master runs one worker, whatever
+    the subproblems get, with the time given and no gap limit."""
     ht, ll = instance(2, 4, "ht"), instance(2, 4, "ll")
-    user = SolveOptions(params="max_presolve_iterations:1")
-    assert _master_params(ht, "cpsat", user) == f"{MASTER_PARAMS} max_presolve_iterations:1"
-    assert _master_params(ht, "cpsat", SolveOptions()) == MASTER_PARAMS
-    assert _master_params(ll, "cpsat", user) == user.params
-    assert _master_params(ht, "milp-highs", user) == user.params
+    user = SolveOptions(params="max_presolve_iterations:1", workers=2, relative_gap=0.01)
+
+    def params(inst, engine, options):
+        return _master_options(inst, engine, options, 3.0, "master_dtime").params
+
+    assert params(ht, "cpsat", user) == f"{MASTER_PARAMS} max_presolve_iterations:1"
+    assert params(ht, "cpsat", SolveOptions()) == MASTER_PARAMS
+    assert params(ll, "cpsat", user) == user.params
+    assert params(ht, "milp-highs", user) == user.params
     own = SolveOptions(params="linearization_level:0")
-    assert _master_params(ht, "cpsat", own) == own.params
+    assert params(ht, "cpsat", own) == own.params
+    solve = _master_options(ll, "cpsat", user, 3.0, "dtime")
+    assert (solve.workers, solve.time_limit_s, solve.relative_gap, solve.work_price) == (
+        MASTER_WORKERS, 3.0, None, "dtime")
 
 
 @pytest.mark.parametrize("mode", ["ht", "ll"])
@@ -396,11 +405,11 @@ def test_work_clock_repeats_a_run_the_limit_stops(mode):
 
 def test_roomy_places_a_set_that_leaves_room(monkeypatch) -> None:
     """HT, where no greedy placement fits the master's option set: ``_roomy`` holds a copy of
-    the master (its cuts included; the master itself is left as it was) to the ``ROOM_HT``
-    shares in turn and returns the first set a greedy places: valid, within the share of the
-    crossbars and of the local memory (the master's own set is not), and no better than the
-    master's optimum (it is a restriction). Without the chain term (beta = 0): with it the
-    master's optimum on this instance is a set that leaves room already."""
+    the master (its cuts included; the master gains only the home cuts it learns) to the
+    ``ROOM_HT`` shares in turn and returns the first set a greedy places: valid, within the
+    share of the crossbars and of the local memory (the master's own set is not), and no
+    better than the master's optimum (it is a restriction). Without the chain term (beta =
+    0): with it the master's optimum on this instance is a set that leaves room already."""
     from pimsolve.solve.clock import Clock
     from pimsolve.stages.placement import decompose, evaluate, formulation
     from pimsolve.stages.placement.formulation import option_memory
@@ -413,9 +422,10 @@ def test_roomy_places_a_set_that_leaves_room(monkeypatch) -> None:
     before = len(master.model.constraints)
     result, values = solve_model(master.model, "cpsat", SolveOptions(time_limit_s=10))
     picks = decompose._master_picks(master, values)
+    home_cuts = []
     found = decompose._roomy(inst, "throughput", master, "cpsat", SolveOptions(time_limit_s=10),
-                             {}, Clock(), 10.0, picks)
-    assert found is not None and len(master.model.constraints) == before
+                             {}, Clock(), 10.0, picks, home_cuts, {})
+    assert found is not None and len(master.model.constraints) == before + len(home_cuts)
     share, value, counts = found
     assert share in decompose.ROOM_HT and check_counts(inst, counts) is None
     assert value >= result.objective
@@ -426,6 +436,39 @@ def test_roomy_places_a_set_that_leaves_room(monkeypatch) -> None:
     assert used <= share * inst.cores * inst.crossbars_per_core
     assert memory <= share * inst.cores * inst.local_memory_bytes
     assert decompose.picks_of(inst, counts) != picks  # the master's set takes more room
+
+
+def test_roomy_tries_the_next_set_where_one_places_nowhere(monkeypatch) -> None:
+    """``_roomy``: where a share's set places nowhere though its homes fit the cores, the
+    copy excludes it and the next set at the same share is tried (up to ``ROOM_HT_TRIES``);
+    the master is left as it was (no home cut: the homes fit)."""
+    from pimsolve.solve.clock import Clock
+    from pimsolve.stages.placement import decompose, evaluate, formulation
+    from tests.stages.placement.test_packing import tight
+
+    monkeypatch.setattr(formulation, "CHAIN_GM_SHARE", 0.0)
+    monkeypatch.setattr(evaluate, "CHAIN_GM_SHARE", 0.0)
+    inst, _ = tight()
+    master = build_master(inst, "throughput")
+    before = len(master.model.constraints)
+    _, values = solve_model(master.model, "cpsat", SolveOptions(time_limit_s=10))
+    picks = decompose._master_picks(master, values)
+    placed, refused = decompose._placed, []
+
+    def first_places_nowhere(instance, objective, found, known, clock):
+        if not refused:
+            refused.append(found)
+            return None
+        return placed(instance, objective, found, known, clock)
+
+    monkeypatch.setattr(decompose, "_placed", first_places_nowhere)
+    home_cuts = []
+    found = decompose._roomy(inst, "throughput", master, "cpsat", SolveOptions(time_limit_s=10),
+                             {}, Clock(), 10.0, picks, home_cuts, {})
+    assert found is not None and home_cuts == [] and len(master.model.constraints) == before
+    share, _, counts = found
+    assert share == decompose.ROOM_HT[0]  # the same share, another set
+    assert decompose.picks_of(inst, counts) != refused[0]
 
 
 def test_ties_of_an_unproven_master_are_as_good_as_its_set(monkeypatch) -> None:
