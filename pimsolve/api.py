@@ -168,7 +168,8 @@ class PlacementSettings:
     """Search workers of the exact engines. CP-SAT interleaves them (``interleave_search``),
     so its solves repeat (on the work clock also those the limit stops); with two, its LNS
     workers run beside the search (resnet18-28/isaac HT, 10 s: gap 6.49% with one, 3.79% with two;
-    the other eleven 28x28 rows unchanged)."""
+    the other eleven 28x28 rows unchanged). The decomposition's masters run one
+    (``decompose.MASTER_WORKERS``)."""
     export_model: Path | None = None
     """Write the exact model here (.mps, .lp or .pb.txt)."""
     unfoldings: str = "all"

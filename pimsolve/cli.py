@@ -157,7 +157,8 @@ def map_cmd(
     seed: Annotated[int, typer.Option(help="Random seed of the solver or GA.")] = 0,
     workers: Annotated[int, typer.Option(
         help="Search workers of the exact engines (CP-SAT interleaves them, so runs "
-        "repeat; one for a solve given less than 3 deterministic seconds).")] = 2,
+        "repeat; one for a solve given less than 3 deterministic seconds and for the "
+        "decomposition's masters).")] = 2,
     wall_clock: Annotated[bool, typer.Option(
         "--wall-clock", help="Count --time-limit in seconds of the clock. By default it "
         "counts work (CP-SAT's deterministic time, the heuristics' own steps, priced in "

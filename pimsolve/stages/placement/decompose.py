@@ -137,7 +137,7 @@ chips also where its greedy placement, polished, is more than this above the set
 none found)."""
 PACK_LL = 0.5
 """LL: of the time left after the diagram, what packing its option set may take."""
-MASTER_PARAMS = "linearization_level:2"
+MASTER_PARAMS = "linearization_level:2 use_implied_bounds:false"
 """CP-SAT parameters of the HT master (unless the user's set the same field): its z are
 one-hot per layer and every bound is a sum over them, so the full LP relaxation proves the
 optimum sooner: resnet34/Arch-C HT 6.4 -> 2.9 s, vgg8-28/PUMA 0.62 -> 0.06 s,
@@ -145,7 +145,14 @@ resnet18-28/PUMA 0.57 -> 0.25 s, the other three 0.1 to 0.3 s faster (same optim
 LL, where at 224x224 the heavier LP leaves the master with a weaker bound in the same time
 (resnet34/Arch-C LL, 8 s: 191 us where the default reached 1614 us). Which of several
 optimal option sets the master returns changes with it: resnet18-28/ISAAC HT gets one whose
-greedy placement is worse (109.8 us against 105.9, the same master value 101.9 us)."""
+greedy placement is worse (109.8 us against 105.9, the same master value 101.9 us).
+Without implied-bound cuts (``use_implied_bounds:false``), whose time CP-SAT counts little
+of as deterministic: the restricted copies of googlenet/Arch-C HT's master (``_roomy``) took
+2.5 to 5.7 s of wall a deterministic second with them, 1.0 to 1.3 without, and three copies
+in a row proved their optimum (each placing at 437.8 us) where with them the first stopped
+unproven at the limit on a set that places nowhere; the resnet18-28/ISAAC HT master alone
+proves its optimum in 0.29 deterministic s instead of 4.74, the other eleven HT masters of
+the benchmark in 0.6 to 1.2 times the time (googlenet/ISAAC 1.20 -> 1.44 s)."""
 MASTER_WORKERS = 1
 """CP-SAT workers of the masters (the subproblems and packings keep ``options.workers``).
 Several workers interleave their search, so on either clock they share one thread, and the
