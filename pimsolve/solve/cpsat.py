@@ -33,7 +33,7 @@ from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, relative_gap, stop_reason
 
 __all__ = ["CpModel", "IntVar", "LinearExpr", "CpValues", "solve_cpsat", "parameters_text",
-           "ONE_WORKER_DTIME"]
+           "merge_parameters", "ONE_WORKER_DTIME"]
 
 ONE_WORKER_DTIME = 3.0
 """Below this deterministic time limit, one worker. Several workers interleave their search
@@ -61,6 +61,20 @@ class CpValues:
 
     def __bool__(self) -> bool:
         return bool(self._values)
+
+
+def merge_parameters(defaults: str, params: str) -> str:
+    """SatParameters text: ``params`` with each field of ``defaults`` it does not set itself
+    (a stage's defaults beside the user's parameters, which win field by field)."""
+    try:
+        given = text_format.Parse(params, sat_parameters_pb2.SatParameters())
+    except text_format.ParseError as exc:
+        raise InputError(f"solver parameters: {exc}") from None
+    merged = text_format.Parse(defaults, sat_parameters_pb2.SatParameters())
+    for field, _ in given.ListFields():  # the user's value of each field they set
+        merged.ClearField(field.name)
+    merged.MergeFrom(given)
+    return text_format.MessageToString(merged, as_one_line=True)
 
 
 def parameters_text(options: SolveOptions) -> str:

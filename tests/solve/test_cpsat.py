@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from pimsolve.errors import InputError
-from pimsolve.solve.cpsat import ONE_WORKER_DTIME, CpModel, parameters_text, solve_cpsat
+from pimsolve.solve.cpsat import (
+    ONE_WORKER_DTIME,
+    CpModel,
+    merge_parameters,
+    parameters_text,
+    solve_cpsat,
+)
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason
 
@@ -112,3 +118,17 @@ def test_a_stalled_local_search_stops_before_its_limit() -> None:
         time_limit_s=30, stall_s=0.2, params="use_ls_only: true"))
     assert result.status == Status.FEASIBLE and result.wall_s < 10
     assert sum(w * values(v) for w, v in zip(weight, x, strict=True)) <= 2000
+
+
+def test_merged_parameters_keep_the_users_field_by_field() -> None:
+    """A stage's default parameters beside the user's: each field the user set keeps the
+    user's value (no duplicate field, which CP-SAT's text format rejects), the others take
+    the defaults; a user's typo is a one-line input error."""
+    merged = merge_parameters("linearization_level:2 use_implied_bounds:false",
+                              "use_implied_bounds:true max_presolve_iterations:1")
+    assert merged == ("linearization_level: 2 max_presolve_iterations: 1 "
+                      "use_implied_bounds: true")
+    assert merge_parameters("linearization_level:2", "") == "linearization_level: 2"
+    assert "linearization_level: 2" in parameters_text(SolveOptions(params=merged))
+    with pytest.raises(InputError, match="solver parameters"):
+        merge_parameters("linearization_level:2", "no_such_field:1")

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from pimsolve.solve.clock import Clock
+from pimsolve.solve.cpsat import merge_parameters
 from pimsolve.solve.model import Progress, solve_model, total
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import SolveResult, Status, StopReason, relative_gap
@@ -706,8 +707,8 @@ def _master_options(instance: PlacementInstance, engine: str, options: SolveOpti
     """A master's (or a restricted copy's) solve: ``seconds``, no gap limit, ``MASTER_WORKERS``
     and, in HT with CP-SAT, ``MASTER_PARAMS`` beside the user's parameters."""
     params = options.params
-    if engine == "cpsat" and instance.mode == "ht" and "linearization_level" not in params:
-        params = f"{MASTER_PARAMS} {params}".strip()
+    if engine == "cpsat" and instance.mode == "ht":
+        params = merge_parameters(MASTER_PARAMS, params)
     return replace(options, time_limit_s=seconds, relative_gap=None, params=params,
                    workers=min(options.workers, MASTER_WORKERS), work_price=price)
 

@@ -9,8 +9,10 @@ import itertools
 import math
 
 import pytest
+from google.protobuf import text_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ortools.sat import sat_parameters_pb2
 
 from pimsolve.api import _crossbar_target, inspect_model
 from pimsolve.errors import InfeasibleError
@@ -363,22 +365,30 @@ def test_a_seed_is_an_incumbent_when_the_subproblem_finds_nothing(monkeypatch):
 
 
 def test_master_options_leave_the_users_params_alone() -> None:
-    """The HT master solves with CP-SAT's full LP relaxation (``MASTER_PARAMS``) beside the
-    user's parameters; LL masters, the MILP engines and a user who sets the linearization
-    level themselves get exactly what they asked for. Every master runs one worker, whatever
-    the subproblems get, with the time given and no gap limit."""
+    """The HT master solves with ``MASTER_PARAMS`` (CP-SAT's full LP relaxation, no
+    implied-bound cuts) beside the user's parameters, which win field by field; LL masters
+    and the MILP engines get exactly what the user asked for. Every master runs one worker,
+    whatever the subproblems get, with the time given and no gap limit."""
     ht, ll = instance(2, 4, "ht"), instance(2, 4, "ll")
     user = SolveOptions(params="max_presolve_iterations:1", workers=2, relative_gap=0.01)
 
     def params(inst, engine, options):
-        return _master_options(inst, engine, options, 3.0, "master_dtime").params
+        parsed = sat_parameters_pb2.SatParameters()
+        text = _master_options(inst, engine, options, 3.0, "master_dtime").params
+        text_format.Parse(text, parsed)
+        return parsed
 
-    assert params(ht, "cpsat", user) == f"{MASTER_PARAMS} max_presolve_iterations:1"
-    assert params(ht, "cpsat", SolveOptions()) == MASTER_PARAMS
-    assert params(ll, "cpsat", user) == user.params
-    assert params(ht, "milp-highs", user) == user.params
-    own = SolveOptions(params="linearization_level:0")
-    assert params(ht, "cpsat", own) == own.params
+    master = text_format.Parse(MASTER_PARAMS, sat_parameters_pb2.SatParameters())
+    mine = params(ht, "cpsat", user)
+    assert mine.max_presolve_iterations == 1
+    assert (mine.linearization_level, mine.use_implied_bounds) == (
+        master.linearization_level, master.use_implied_bounds)
+    assert params(ht, "cpsat", SolveOptions()) == master
+    assert params(ll, "cpsat", user) == text_format.Parse(user.params,
+                                                         sat_parameters_pb2.SatParameters())
+    assert _master_options(ht, "milp-highs", user, 3.0, "master_dtime").params == user.params
+    own = params(ht, "cpsat", SolveOptions(params="linearization_level:0 use_implied_bounds:true"))
+    assert (own.linearization_level, own.use_implied_bounds) == (0, True)
     solve = _master_options(ll, "cpsat", user, 3.0, "dtime")
     assert (solve.workers, solve.time_limit_s, solve.relative_gap, solve.work_price) == (
         MASTER_WORKERS, 3.0, None, "dtime")
