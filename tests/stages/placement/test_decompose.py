@@ -413,6 +413,20 @@ def test_work_clock_repeats_a_run_the_limit_stops(mode):
                for x, y in zip(a, b, strict=True))
 
 
+def _tight_master(monkeypatch):
+    """``test_packing.tight``'s instance without the chain term (beta = 0), its HT master
+    solved: (instance, master, result, the master's option set)."""
+    from pimsolve.stages.placement import decompose, evaluate, formulation
+    from tests.stages.placement.test_packing import tight
+
+    monkeypatch.setattr(formulation, "CHAIN_GM_SHARE", 0.0)
+    monkeypatch.setattr(evaluate, "CHAIN_GM_SHARE", 0.0)
+    inst, _ = tight()
+    master = build_master(inst, "throughput")
+    result, values = solve_model(master.model, "cpsat", SolveOptions(time_limit_s=10))
+    return inst, master, result, decompose._master_picks(master, values)
+
+
 def test_roomy_places_a_set_that_leaves_room(monkeypatch) -> None:
     """HT, where no greedy placement fits the master's option set: ``_roomy`` holds a copy of
     the master (its cuts included; the master gains only the home cuts it learns) to the
@@ -421,17 +435,11 @@ def test_roomy_places_a_set_that_leaves_room(monkeypatch) -> None:
     better than the master's optimum (it is a restriction). Without the chain term (beta =
     0): with it the master's optimum on this instance is a set that leaves room already."""
     from pimsolve.solve.clock import Clock
-    from pimsolve.stages.placement import decompose, evaluate, formulation
+    from pimsolve.stages.placement import decompose
     from pimsolve.stages.placement.formulation import option_memory
-    from tests.stages.placement.test_packing import tight
 
-    monkeypatch.setattr(formulation, "CHAIN_GM_SHARE", 0.0)
-    monkeypatch.setattr(evaluate, "CHAIN_GM_SHARE", 0.0)
-    inst, _ = tight()
-    master = build_master(inst, "throughput")
+    inst, master, result, picks = _tight_master(monkeypatch)
     before = len(master.model.constraints)
-    result, values = solve_model(master.model, "cpsat", SolveOptions(time_limit_s=10))
-    picks = decompose._master_picks(master, values)
     home_cuts = []
     found = decompose._roomy(inst, "throughput", master, "cpsat", SolveOptions(time_limit_s=10),
                              {}, Clock(), 10.0, picks, home_cuts, {})
@@ -453,16 +461,10 @@ def test_roomy_tries_the_next_set_where_one_places_nowhere(monkeypatch) -> None:
     copy excludes it and the next set at the same share is tried (up to ``ROOM_HT_TRIES``);
     the master is left as it was (no home cut: the homes fit)."""
     from pimsolve.solve.clock import Clock
-    from pimsolve.stages.placement import decompose, evaluate, formulation
-    from tests.stages.placement.test_packing import tight
+    from pimsolve.stages.placement import decompose
 
-    monkeypatch.setattr(formulation, "CHAIN_GM_SHARE", 0.0)
-    monkeypatch.setattr(evaluate, "CHAIN_GM_SHARE", 0.0)
-    inst, _ = tight()
-    master = build_master(inst, "throughput")
+    inst, master, _, picks = _tight_master(monkeypatch)
     before = len(master.model.constraints)
-    _, values = solve_model(master.model, "cpsat", SolveOptions(time_limit_s=10))
-    picks = decompose._master_picks(master, values)
     placed, refused = decompose._placed, []
 
     def first_places_nowhere(instance, objective, found, known, clock):
