@@ -158,9 +158,10 @@ MASTER_WORKERS = 1
 """CP-SAT workers of the masters (the subproblems and packings keep ``options.workers``).
 Several workers interleave their search, so on either clock they share one thread, and the
 masters, LP-bound, gain nothing from the second: alone, 11 of the twelve HT masters of the
-benchmark proved their optimum in 1.2 to 2.7 times less deterministic time with one worker
+benchmark proved their optimum in 1.5 to 18 times less deterministic time with one worker
 (googlenet/Arch-C 3.05 -> 1.38 s, resnet34/ISAAC 6.49 -> 2.38), resnet18-28/ISAAC in twice as
-much (2.40 -> 4.74); the six 28x28 LL masters in 1.3 to 55 times less."""
+much (2.40 -> 4.74; 0.29 without the implied-bound cuts, ``MASTER_PARAMS``); the six 28x28
+LL masters in 1.3 to 55 times less."""
 UNSEEDED_SHARE = 0.25
 """Of the time limit, what a subproblem no greedy placement seeds may take; one that finds
 no placement in it is parked (below)."""
