@@ -63,14 +63,19 @@ class CpValues:
         return bool(self._values)
 
 
+def _parsed(text: str) -> sat_parameters_pb2.SatParameters:
+    """SatParameters from their text format; a typo is a one-line input error."""
+    try:
+        return text_format.Parse(text, sat_parameters_pb2.SatParameters())
+    except text_format.ParseError as exc:
+        raise InputError(f"solver parameters: {exc}") from None
+
+
 def merge_parameters(defaults: str, params: str) -> str:
     """SatParameters text: ``params`` with each field of ``defaults`` it does not set itself
     (a stage's defaults beside the user's parameters, which win field by field)."""
-    try:
-        given = text_format.Parse(params, sat_parameters_pb2.SatParameters())
-    except text_format.ParseError as exc:
-        raise InputError(f"solver parameters: {exc}") from None
-    merged = text_format.Parse(defaults, sat_parameters_pb2.SatParameters())
+    given = _parsed(params)
+    merged = _parsed(defaults)
     for field, _ in given.ListFields():  # the user's value of each field they set
         merged.ClearField(field.name)
     merged.MergeFrom(given)
@@ -79,12 +84,7 @@ def merge_parameters(defaults: str, params: str) -> str:
 
 def parameters_text(options: SolveOptions) -> str:
     """The SatParameters a solve with ``options`` uses, in text format (for the report)."""
-    params = sat_parameters_pb2.SatParameters()
-    if options.params:
-        try:
-            text_format.Parse(options.params, params)
-        except text_format.ParseError as exc:
-            raise InputError(f"solver parameters: {exc}") from None
+    params = _parsed(options.params)
     params.random_seed = options.seed
     workers = options.workers
     if (options.deterministic_time is not None and options.deterministic_time < ONE_WORKER_DTIME

@@ -153,7 +153,8 @@ of as deterministic: the restricted copies of googlenet/Arch-C HT's master (``_r
 in a row proved their optimum (each placing at 437.8 us) where with them the first stopped
 unproven at the limit on a set that places nowhere; the resnet18-28/ISAAC HT master alone
 proves its optimum in 0.29 deterministic s instead of 4.74, the other eleven HT masters of
-the benchmark in 0.6 to 1.2 times the time (googlenet/ISAAC 1.20 -> 1.44 s)."""
+the benchmark in 0.5 to 1.2 times the time (vgg8-28/ISAAC 0.02 -> 0.01 s, googlenet/ISAAC
+1.20 -> 1.44)."""
 MASTER_WORKERS = 1
 """CP-SAT workers of the masters (the subproblems and packings keep ``options.workers``).
 Several workers interleave their search, so on either clock they share one thread, and the
