@@ -109,6 +109,14 @@ def test_homes_over_half_a_core_each_need_a_core_each():
     assert home_cut(_fake([60], [1], 3, 100, 4, 3), [0], [3]) is None
 
 
+def test_a_fit_that_rounding_may_hide_is_checked_on_a_finer_axis():
+    """Three homes of 334 bytes in one core of 1000: on 256 units of 4 bytes each rounds
+    down to 83 units and the three fit (249 of 250); near the core's size, the LP runs again
+    on bytes, where they do not (1.5 cores). In 1002 bytes they fit on both axes."""
+    assert home_cut(_fake([334], [1], 3, 1000, 4, 1), [0], [3]).cores == pytest.approx(1.5)
+    assert home_cut(_fake([334], [1], 3, 1002, 4, 1), [0], [3]) is None
+
+
 def test_core_mode_homes_hold_all_their_crossbars():
     """In core mode a home holds its whole replica: three homes of 2 AGs x 1 crossbar need 6
     crossbars, 1.5 cores of 4, where in crossbar mode (one AG each at home) one core holds
