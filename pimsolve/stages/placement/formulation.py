@@ -25,6 +25,7 @@ from pimsolve.errors import InfeasibleError, InputError
 from pimsolve.solve.model import Expr, IntModel, Var, total
 from pimsolve.stages.placement.evaluate import (
     CHAIN_GM_SHARE,
+    CHAIN_TAIL_SHARE,
     PERIOD_NS,
     LayerCounts,
     chip_crossings,
@@ -740,17 +741,25 @@ def _aggregate_cuts(instance: PlacementInstance, z,
 
 
 def _chain_rows(model: IntModel, budgets: dict[str, _Budget], gm: list[_Budget]) -> None:
-    """HT, an AG chain under a busy global memory (``evaluate.CHAIN_GM_SHARE``, beta):
-    T >= t^ag_l m_l + beta G for every layer l (``_aggregate_cuts``' chains), with G
-    (integer ticks) at least each of ``gm``, lower bounds on the chips' mean global memory
-    (one variable, so that the rows stay short)."""
+    """HT, an AG chain under a busy global memory (``evaluate.CHAIN_GM_SHARE``, beta, and
+    ``CHAIN_TAIL_SHARE``, gamma): T >= t^ag_l m_l + beta G and T >= G + gamma t^ag_l m_l for
+    every layer l (``_aggregate_cuts``' chains), with G (integer ticks) at least each of
+    ``gm``, lower bounds on the chips' mean global memory (one variable, so that the rows
+    stay short)."""
     beta = Fraction(CHAIN_GM_SHARE).limit_denominator(100)
+    gamma = Fraction(CHAIN_TAIL_SHARE).limit_denominator(100)
     g = model.var(0, max(b.upper(model) for b in gm), "G")
     for i, b in enumerate(gm):
         b.bound(model, g, f"G>=gm{i}")
-    for name, b in budgets.items():
-        if name.startswith("all_chain["):
-            b.terms.append((beta, Expr.of(g)))
+    chains = [(name, b) for name, b in budgets.items() if name.startswith("all_chain[")]
+    for name, b in chains:
+        if gamma:
+            tail = _Budget()
+            tail.terms = [(gamma * c, e) for c, e in b.terms]
+            tail.constant = gamma * b.constant
+            tail.add(Fraction(1), g)
+            budgets["all_tail" + name.removeprefix("all_chain")] = tail
+        b.terms.append((beta, Expr.of(g)))
 
 
 def _time_upper(model: IntModel, budgets: dict[str, _Budget]) -> int:

@@ -414,13 +414,14 @@ def test_work_clock_repeats_a_run_the_limit_stops(mode):
 
 
 def _tight_master(monkeypatch):
-    """``test_packing.tight``'s instance without the chain term (beta = 0), its HT master
+    """``test_packing.tight``'s instance without the chain terms (beta = gamma = 0), its HT master
     solved: (instance, master, result, the master's option set)."""
     from pimsolve.stages.placement import decompose, evaluate, formulation
     from tests.stages.placement.test_packing import tight
 
-    monkeypatch.setattr(formulation, "CHAIN_GM_SHARE", 0.0)
-    monkeypatch.setattr(evaluate, "CHAIN_GM_SHARE", 0.0)
+    for module in (formulation, evaluate):
+        monkeypatch.setattr(module, "CHAIN_GM_SHARE", 0.0)
+        monkeypatch.setattr(module, "CHAIN_TAIL_SHARE", 0.0)
     inst, _ = tight()
     master = build_master(inst, "throughput")
     result, values = solve_model(master.model, "cpsat", SolveOptions(time_limit_s=10))
@@ -432,8 +433,9 @@ def test_roomy_places_a_set_that_leaves_room(monkeypatch) -> None:
     the master (its cuts included; the master gains only the home cuts it learns) to the
     ``ROOM_HT`` shares in turn and returns the first set a greedy places: valid, within the
     share of the crossbars and of the local memory (the master's own set is not), and no
-    better than the master's optimum (it is a restriction). Without the chain term (beta =
-    0): with it the master's optimum on this instance is a set that leaves room already."""
+    better than the master's optimum (it is a restriction). Without the chain terms (beta =
+    gamma = 0): with them the master's optimum on this instance is a set that leaves room
+    already."""
     from pimsolve.solve.clock import Clock
     from pimsolve.stages.placement import decompose
     from pimsolve.stages.placement.formulation import option_memory

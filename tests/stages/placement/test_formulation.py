@@ -29,6 +29,7 @@ from pimsolve.stages.placement.evaluate import (
     counts_of,
     decode,
     memory_per_core,
+    per_core,
     pipeline,
     predict,
     window_ns,
@@ -131,25 +132,31 @@ def test_exact_engines_find_the_brute_force_optimum(cores, crossbars, mode, engi
 
 def test_the_chain_under_the_global_memory_binds_and_the_engines_see_it(monkeypatch):
     """HT: an AG chain waits for a share beta of the global memory's busy time (``chain``:
-    t^ag m + beta G, one chip: G its global memory). On 2 cores of 2 crossbars it sets the
-    optimum, which rises with beta, and CP-SAT finds the brute force's at each beta."""
+    t^ag m + beta G, one chip: G its global memory), and the memory for a share gamma of the
+    longest chain (``gm``: G + gamma t^ag m). On 2 cores of 2 crossbars each sets the
+    optimum, which rises with beta and with gamma, and CP-SAT finds the brute force's at
+    each."""
     from pimsolve.stages.placement import evaluate, formulation
 
     inst = instance(2, 2, "ht")
-    seen = []
-    for beta in (0.0, 0.3, 3.0):
-        monkeypatch.setattr(evaluate, "CHAIN_GM_SHARE", beta)
-        monkeypatch.setattr(formulation, "CHAIN_GM_SHARE", beta)
+    seen = {}
+    for beta, gamma in ((0.0, 0.0), (0.3, 0.0), (3.0, 0.0), (0.0, 2.0)):
+        for module in (evaluate, formulation):
+            monkeypatch.setattr(module, "CHAIN_GM_SHARE", beta)
+            monkeypatch.setattr(module, "CHAIN_TAIL_SHARE", gamma)
         want = brute_force(inst, "throughput")
         pm = build_model(inst, "throughput")
         result, values = solve_model(pm.model, "cpsat")
         # T and G are rounded up to the tick, beta G so to within beta ticks
         assert want * TICKS_PER_NS <= result.objective <= want * TICKS_PER_NS + 1 + beta
-        p = predict(inst, decode_values(pm, values))
-        assert p.resources["chain"] == pytest.approx(
-            p.resources["ag"] + beta * p.resources["gm"])
-        seen.append(want)
-    assert seen[0] < seen[1] < seen[2]
+        counts = decode_values(pm, values)
+        p = predict(inst, counts)
+        memory = per_core(inst, counts)["gport"].sum()
+        assert p.resources["chain"] == pytest.approx(p.resources["ag"] + beta * memory)
+        assert p.resources["gm"] == pytest.approx(memory + gamma * p.resources["ag"])
+        seen[beta, gamma] = want
+    assert seen[0.0, 0.0] < seen[0.3, 0.0] < seen[3.0, 0.0]
+    assert seen[0.0, 0.0] < seen[0.0, 2.0]
 
 
 SYNC_HT = {"communication": "sync", "link_gb_per_s": 1.0, "issue_ns": 1600}

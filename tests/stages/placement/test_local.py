@@ -120,13 +120,14 @@ def resnet18_isaac_ht():
 
 
 @pytest.mark.parametrize(("options", "before_us", "after_us"),
-                         [("balance", 123.96, 112.64), ("w0h0", 115.79, 108.19)])
+                         [("balance", 129.08, 115.61), ("w0h0", 123.79, 117.76)])
 def test_gather_shares_the_loads_where_the_global_memory_binds(options, before_us,
                                                                after_us) -> None:
     """resnet18-28 on ISAAC (HT), ``level_search``'s placements of balance's and w0h0's
-    options: the shared global memory binds (123.96 and 115.79 us, measured); moving the
-    homes of layers whose windows share input rows together (their loads fetched once a
-    core) cuts its bytes, to 112.64 us (the links bind then) and 108.19 us. The result is
+    options: the shared global memory binds (129.08 and 123.79 us, measured, with the
+    chain it waits on); moving the homes of layers whose windows share input rows together
+    (their loads fetched once a core) cuts its bytes, to 115.61 us and 117.76 us (the links
+    bind then). The result is
     valid, keeps the options, leaves ``counts`` as it was, homes every such layer on fewer
     cores, and puts more than ``GATHER_MOST`` homes of a layer on no core."""
     inst = resnet18_isaac_ht()
