@@ -138,7 +138,7 @@ chips also where its greedy placement, polished, is more than this above the set
 none found)."""
 PACK_LL = 0.5
 """LL: of the time left after the diagram, what packing its option set may take."""
-MASTER_PARAMS = "linearization_level:2 use_implied_bounds:false"
+MASTER_PARAMS = "linearization_level:2 use_implied_bounds:false cp_model_presolve:false"
 """CP-SAT parameters of the HT master (unless the user's set the same field): its z are
 one-hot per layer and every bound is a sum over them, so the full LP relaxation proves the
 optimum sooner: resnet34/Arch-C HT 6.4 -> 2.9 s, vgg8-28/PUMA 0.62 -> 0.06 s,
@@ -154,7 +154,17 @@ in a row proved their optimum (each placing at 437.8 us) where with them the fir
 unproven at the limit on a set that places nowhere; the resnet18-28/ISAAC HT master alone
 proves its optimum in 0.29 deterministic s instead of 4.74, the other eleven HT masters of
 the benchmark in 0.5 to 1.2 times the time (vgg8-28/ISAAC 0.02 -> 0.01 s, googlenet/ISAAC
-1.20 -> 1.44)."""
+1.20 -> 1.44).
+Without presolve (``cp_model_presolve:false``): the master is a few one-hot rows a layer
+and sums over them, which presolve has little to simplify in and took most of the solve
+on: the twelve HT masters of the benchmark, each alone to the same optimum, in 1.0 to 10
+times less deterministic time (resnet34/ISAAC 3.20 -> 0.32 s, resnet34/PUMA 2.54 -> 0.27,
+googlenet/ISAAC 1.41 -> 0.20, googlenet/Arch-C 1.30 -> 0.24). With the memory's wait on
+the longest chain in the model (``evaluate.CHAIN_TAIL_SHARE``), 10 s: googlenet/Arch-C HT
+gap 10.6% -> 9.1%, googlenet/ISAAC 0.55% -> 0.12%, resnet34/ISAAC 0.09% -> 0.39% (still
+within 1%). Before that term the faster loop placed ISAAC optima that simulated 12% slower
+(googlenet). Not in LL: the 28x28 LL decompositions ended as before (the least floor
+bounds them) and resnet18-28/PUMA's master took twice the wall (2.4 -> 4.4 s)."""
 MASTER_WORKERS = 1
 """CP-SAT workers of the masters (the subproblems and packings keep ``options.workers``).
 Several workers interleave their search, so on either clock they share one thread, and the
