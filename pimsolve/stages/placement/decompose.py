@@ -159,11 +159,11 @@ Without presolve (``cp_model_presolve:false``): the master is a few one-hot rows
 and sums over them, which presolve has little to simplify in and took most of the solve
 on: the twelve HT masters of the benchmark, each alone to the same optimum, in 1.0 to 10
 times less deterministic time (resnet34/ISAAC 3.20 -> 0.32 s, resnet34/PUMA 2.54 -> 0.27,
-googlenet/ISAAC 1.41 -> 0.20, googlenet/Arch-C 1.30 -> 0.24). With the memory's wait on
-the longest chain in the model (``evaluate.CHAIN_TAIL_SHARE``), 10 s: googlenet/Arch-C HT
-gap 10.6% -> 9.1%, googlenet/ISAAC 0.55% -> 0.12%, resnet34/ISAAC 0.09% -> 0.39% (still
-within 1%). Before that term the faster loop placed ISAAC optima that simulated 12% slower
-(googlenet). Not in LL: the 28x28 LL decompositions ended as before (the least floor
+googlenet/ISAAC 1.41 -> 0.20, googlenet/Arch-C 1.30 -> 0.24). In the benchmark (10 s, with
+the memory's wait on the longest chain, ``evaluate.CHAIN_TAIL_SHARE``, which came with it):
+googlenet/Arch-C HT gap 10.6% -> 9.1%, resnet34/PUMA 49.4% -> 45.2%, googlenet/ISAAC
+0.67% -> 0.054%. Without that term the faster loop placed ISAAC optima that simulated 12%
+slower (googlenet/ISAAC, 715 against 813.5 inferences/s). Not in LL: the 28x28 LL decompositions ended as before (the least floor
 bounds them) and resnet18-28/PUMA's master took twice the wall (2.4 -> 4.4 s)."""
 MASTER_WORKERS = 1
 """CP-SAT workers of the masters (the subproblems and packings keep ``options.workers``).
