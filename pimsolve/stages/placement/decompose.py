@@ -163,8 +163,9 @@ googlenet/ISAAC 1.41 -> 0.20, googlenet/Arch-C 1.30 -> 0.24). In the benchmark (
 the memory's wait on the longest chain, ``evaluate.CHAIN_TAIL_SHARE``, which came with it):
 googlenet/Arch-C HT gap 10.6% -> 9.1%, resnet34/PUMA 49.4% -> 45.2%, googlenet/ISAAC
 0.67% -> 0.054%. Without that term the faster loop placed ISAAC optima that simulated 12%
-slower (googlenet/ISAAC, 715 against 813.5 inferences/s). Not in LL: the 28x28 LL decompositions ended as before (the least floor
-bounds them) and resnet18-28/PUMA's master took twice the wall (2.4 -> 4.4 s)."""
+slower (googlenet/ISAAC, 715 against 813.5 inferences/s). Not in LL: the 28x28 LL
+decompositions ended as before (the least floor bounds them) and resnet18-28/PUMA's master
+took twice the wall (2.4 -> 4.4 s)."""
 MASTER_WORKERS = 1
 """CP-SAT workers of the masters (the subproblems and packings keep ``options.workers``).
 Several workers interleave their search, so on either clock they share one thread, and the
