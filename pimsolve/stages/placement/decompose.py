@@ -524,11 +524,10 @@ def _roomy(instance: PlacementInstance, objective: str, master: PlacementModel, 
     HT (10 s, with CP-SAT's implied-bound cuts, which ``MASTER_PARAMS`` now turns off), the
     first set at 0.9 placed nowhere though its homes fit; the next placed at 437.8 us, where
     0.8's first placed at 485.8. Without those cuts the first set at 0.9 places at 437.8
-    us. Before the chain term (at 0.9,
-    4 work-s): hinted with the master's set (which the room excludes), the optimum, 419.2
-    us, in 2.6 deterministic s, a set that places; hinted with balance's set 419.2 (2.4 s),
-    a tied set that places nowhere. So the hint picks among tied optima more than it speeds
-    the solve."""
+    us. Before the chain term (at 0.9, 4 work-s): hinted with the master's set (which the
+    room excludes), the optimum, 419.2 us, in 2.6 deterministic s, a set that places;
+    hinted with balance's set 419.2 (2.4 s), a tied set that places nowhere. So the hint
+    picks among tied optima more than it speeds the solve."""
     deadline = clock.now() + seconds
     for share in ROOM_HT:
         restricted = restrict_room(master, share)

@@ -46,7 +46,8 @@ the model valued within 2.3% of each other: 1.04 G with a 156.8 us chain, 1.30 G
 fidelity) 0.1 takes the median error 5.6% -> 4.0% and 0.2 to 2.8%, neither over-predicting
 any by more than 1.8%; but with 0.2 the optimum of resnet18-28/ISAAC HT is a placement the
 simulator runs 18% slower (under the grant order), with 0.1 CP-SAT's three ISAAC HT rows
-all simulate as fast or faster than before."""
+simulate as fast as before or faster (resnet18-28 7852 against 7853 /s, resnet34 1158
+against 1115, googlenet 868.2 against 813.5)."""
 
 
 @dataclass(frozen=True)
