@@ -108,8 +108,10 @@ HOME_CUTS = 8
 """HT: at most this many of ``home_packing``'s cuts a solve adds, where no greedy placement
 fits the master's option set (each costs a master solve more). Not in LL, whose bound is
 mostly the least floor's and whose masters take 1.5 to 5.3 s."""
-HOME_CUT_SCALE = 1000
-"""Its weights in integer thousandths."""
+HOME_CUT_SCALE = 1_000_000
+"""Its weights in integer millionths. (In thousandths, rounding each of googlenet's 58
+terms down lost up to 0.058 cores, and a cut proving 64.011 cores of 64 did not hold the
+master off its own set.)"""
 ROOM_CELLS = 500_000
 """The restricted diagram's budget for those (resnet34, googlenet at 224x224: 0.1 to 0.5 s
 a share)."""
@@ -400,6 +402,8 @@ def solve_decomposed(instance: PlacementInstance, objective: str, engine: str,
         if placed is None and instance.mode == "ht" and (
                 cut := _home_cut(instance, picks, home_cuts, clock, stats)) is not None:
             _add_home_cut(master, cut, f"homes{len(home_cuts)}")
+            _exclude(master, picks, f"homes_set{len(home_cuts)}")  # whatever the rounding
+            settled[picks] = math.inf
             continue
         if (instance.mode == "ht" and placed is not None and not retry
                 and placed[0] > (1 + TIES_ABOVE) * floor):

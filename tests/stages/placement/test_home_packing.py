@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import Status
+from pimsolve.stages.placement import home_packing
 from pimsolve.stages.placement.decompose import solve_decomposed
 from pimsolve.stages.placement.evaluate import memory_per_core
 from pimsolve.stages.placement.formulation import TICKS_PER_NS
@@ -48,11 +49,16 @@ def test_the_cut_removes_only_sets_no_placement_has():
     assert removed >= unplaceable / 2 > 0
 
 
-def _fake(sizes, bars, most_r, memory, crossbars, cores):
+def _fake(sizes, bars, most_r, memory, crossbars, cores, ags=None, remote=None):
     """An instance with only what ``home_cut`` reads: one layer per home type, one
-    unfolding, replications 1..most_r."""
-    layers = [SimpleNamespace(choices=[SimpleNamespace(ags=1, crossbars_per_ag=b)],
-                              replications=list(range(1, most_r + 1))) for b in bars]
+    unfolding of ``ags`` AGs (1 each by default) whose AGs away from home take ``remote``
+    bytes (0), replications 1..most_r."""
+    ags = ags or [1] * len(sizes)
+    remote = remote or [0] * len(sizes)
+    layers = [SimpleNamespace(choices=[SimpleNamespace(ags=a, crossbars_per_ag=b,
+                                                       remote_bytes=m)],
+                              replications=list(range(1, most_r + 1)))
+              for b, a, m in zip(bars, ags, remote, strict=True)]
     fake = SimpleNamespace(local_memory_bytes=memory, crossbars_per_core=crossbars,
                            cores=cores, computing_mode="XM", layers=layers, sync=False,
                            mode="ht", replica_bytes=lambda li, ui: sizes[li])
@@ -60,47 +66,45 @@ def _fake(sizes, bars, most_r, memory, crossbars, cores):
     return fake
 
 
-def _patterns(sizes, bars, memory, crossbars, most_r):
-    """Every multiset of home types one core holds (counts per type)."""
-    ranges = [range(min(most_r, memory // s, crossbars // b) + 1)
-              for s, b in zip(sizes, bars, strict=True)]
-    for counts in itertools.product(*ranges):
-        if (sum(n * s for n, s in zip(counts, sizes, strict=True)) <= memory
-                and sum(n * b for n, b in zip(counts, bars, strict=True)) <= crossbars):
-            yield counts
+def _packs(replicas, memory, crossbars, cores):
+    """Whether the replicas, (home bytes, crossbars of an AG, AGs, bytes of an AG away from
+    home) each, fit the cores, every home keeping one of its AGs at least (brute force over
+    each replica's home core and its AGs' counts per core)."""
+    def places(size, bars, ags, away):
+        for home in range(cores):
+            for split in itertools.product(range(ags + 1), repeat=cores):
+                if sum(split) == ags and split[home] >= 1:
+                    yield [(size * (k == home) + away * n * (k != home), bars * n)
+                           for k, n in enumerate(split)]
 
-
-def _packs(homes, memory, crossbars, cores):
-    """Whether the homes, (bytes, crossbars) each, fit the cores (brute force)."""
-    for assign in itertools.product(range(cores), repeat=len(homes)):
-        used = [[0, 0] for _ in range(cores)]
-        for (s, b), k in zip(homes, assign, strict=True):
-            used[k][0] += s
-            used[k][1] += b
-        if all(m <= memory and x <= crossbars for m, x in used):
+    for choice in itertools.product(*(list(places(*r)) for r in replicas)):
+        if all(sum(c[k][0] for c in choice) <= memory
+               and sum(c[k][1] for c in choice) <= crossbars for k in range(cores)):
             return True
     return False
 
 
 @settings(max_examples=40, deadline=None)
-@example([(60, 1), (30, 1)], 2, [3, 0]).via("three homes over half a core, two cores")
-@given(st.lists(st.tuples(st.integers(20, 70), st.integers(1, 3)), min_size=2, max_size=3),
-       st.integers(2, 3), st.lists(st.integers(0, 3), min_size=3, max_size=3))
-def test_weights_hold_for_every_pattern_and_cut_only_what_does_not_pack(types, cores, reps):
-    """Random home types (bytes of 100, crossbars of 4) and replications: the lifted weights
-    sum to at most 1 over every pattern a core holds, and a cut means the homes do not fit
-    (brute force over the homes' cores)."""
-    sizes, bars = [s for s, _ in types], [b for _, b in types]
-    reps = reps[:len(types)]
-    inst = _fake(sizes, bars, 3, 100, 4, cores)
-    cut = home_cut(inst, [0] * len(types), reps)
-    homes = [(s, b) for s, b, r in zip(sizes, bars, reps, strict=True) for _ in range(r)]
+@example([(60, 1, 1, 0), (30, 1, 1, 0)], 2, [3, 0]).via("three homes over half a core, two cores")
+@example([(60, 1, 3, 30), (90, 1, 1, 0)], 2, [1, 1]).via("AGs away from home fill the memory")
+@given(st.lists(st.tuples(st.integers(20, 70), st.integers(1, 3), st.integers(1, 2),
+                          st.integers(0, 40)), min_size=2, max_size=2),
+       st.integers(2, 3), st.lists(st.integers(0, 2), min_size=2, max_size=2))
+def test_a_cut_means_the_replicas_do_not_pack(types, cores, reps):
+    """Random home types (bytes of 100; crossbars of an AG, of 4; AGs; an AG's bytes away
+    from home) and replications: where the cut comes, the homes and their AGs do not fit
+    the cores (brute force), and where it does not, they fit fractionally."""
+    sizes, bars, ags, remote = (list(column) for column in zip(*types, strict=True))
+    inst = _fake(sizes, bars, 2, 100, 4, cores, ags, remote)
+    with pytest.MonkeyPatch.context() as patch:  # the AGs in the LP, whatever the memory
+        patch.setattr(home_packing, "AG_MEMORY_SHARE", 0.0)
+        cut = home_cut(inst, [0] * len(types), reps)
+    replicas = [t for t, r in zip(types, reps, strict=True) for _ in range(r)]
     if cut is None:
         return
     event("cut")
-    assert not _packs(homes, 100, 4, cores)
-    for counts in _patterns(sizes, bars, 100, 4, 3):
-        assert sum(cut.weights.get((li, 0), 0.0) * n for li, n in enumerate(counts)) <= 1 + 1e-9
+    assert cut.cores > cores
+    assert not _packs(replicas, 100, 4, cores)
 
 
 def test_homes_over_half_a_core_each_need_a_core_each():
@@ -118,16 +122,31 @@ def test_a_fit_that_rounding_may_hide_is_checked_on_a_finer_axis():
 
 
 def test_core_mode_homes_hold_all_their_crossbars():
-    """In core mode a home holds its whole replica: three homes of 2 AGs x 1 crossbar need 6
-    crossbars, 1.5 cores of 4, where in crossbar mode (one AG each at home) one core holds
-    them."""
-    cm = _fake([10], [1], 3, 100, 4, 1)
-    cm.layers[0].choices[0].ags = 2
+    """Three replicas of 2 AGs x 2 crossbars, cores of 6: in crossbar mode two cores hold
+    them (a core takes three AGs; one replica's home keeps one AG and sends the other to the
+    next core); in core mode a home keeps both, so no core takes two homes (8 crossbars)
+    and they need three."""
+    cm = _fake([10], [2], 3, 100, 6, 2, ags=[2])
     assert home_cut(cm, [0], [3]) is None
     cm.computing_mode = "CM"
-    assert home_cut(cm, [0], [3]).cores == pytest.approx(1.5)
-    cm.cores = 2
+    assert home_cut(cm, [0], [3]).cores == pytest.approx(3)
+    cm.cores = 3
     assert home_cut(cm, [0], [3]) is None
+
+
+def test_ags_away_from_home_take_memory(monkeypatch):
+    """A replica of 3 AGs (1 crossbar each) with a home of 60 bytes, beside one of 1 AG with
+    a home of 90, on two cores of 100 bytes and 2 crossbars: the homes fit a core each, but
+    an AG of the first must sit with the second home. At 30 bytes it does not fit there
+    (2.5 cores' worth of patterns); at 10 it does. Where the memory is not that full, the LP
+    leaves the AGs out."""
+    monkeypatch.setattr(home_packing, "AG_MEMORY_SHARE", 0.0)
+    tight = _fake([60, 90], [1, 1], 1, 100, 2, 2, ags=[3, 1], remote=[30, 0])
+    assert home_cut(tight, [0, 0], [1, 1]).cores == pytest.approx(2.5)
+    assert home_cut(_fake([60, 90], [1, 1], 1, 100, 2, 2, ags=[3, 1], remote=[10, 0]),
+                    [0, 0], [1, 1]) is None
+    monkeypatch.setattr(home_packing, "AG_MEMORY_SHARE", 0.95)  # this set takes 0.9
+    assert home_cut(tight, [0, 0], [1, 1]) is None
 
 
 @pytest.mark.parametrize("engine", ["cpsat", "milp-highs"])
