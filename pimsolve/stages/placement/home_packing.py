@@ -35,7 +35,7 @@ from pimsolve.solve.clock import Clock
 from pimsolve.solve.covering import CoveringLP
 from pimsolve.stages.placement.instance import PlacementInstance
 
-__all__ = ["HomeCut", "home_cut", "CELLS", "REFINE", "COLUMNS", "AG_MEMORY_SHARE"]
+__all__ = ["HomeCut", "home_cut", "CELLS", "REFINE", "LEVELS", "COLUMNS", "AG_MEMORY_SHARE"]
 
 CELLS = 256
 """The memory axis of the knapsack: M in at most this many units. Each home's bytes (and each
@@ -46,9 +46,13 @@ STEP_CELLS = 7250
 per pattern, the LP solve), for the work clock."""
 REFINE = 4
 """Where the LP at ``CELLS`` units fits the cores, but within the share most / CELLS of them
-(most: the most homes of one type a core holds, each rounded down by less than a unit), the
-LP again at ``CELLS * REFINE`` units. googlenet/Arch-C HT, the master's option set at 391.4 us:
-63.83 cores of 64 at 256 units, 64.17 at 1024 (64.18 at 4096, 64.19 at 16,384)."""
+(most: the most items a core holds, each rounded down by less than a unit), the LP again at
+``CELLS * REFINE`` units, and so on up to ``CELLS * REFINE ** LEVELS``, each seeded with the
+patterns of the one before that still fit. googlenet/Arch-C HT, the master's option set at
+391.4 us (homes only): 63.83 cores of 64 at 256 units, 64.17 at 1024 (64.18 at 4096, 64.19
+at 16,384); two of its sets at 405.8 us (homes and AGs) fit at 1024 units and need 64.01 and
+64.08 cores at 4096."""
+LEVELS = 2
 AG_MEMORY_SHARE = 0.9
 """The AGs join the LP (each a knapsack item of its own) only where the homes and the AGs
 that cannot sit with them take this share of the memory at least; elsewhere each replica
@@ -146,13 +150,15 @@ def home_cut(instance: PlacementInstance, choices: Sequence[int], reps: Sequence
     more than K cores by the configuration LP; None when they fit (fractionally) or the
     target has no local-memory limit. The LP runs on a memory axis of ``CELLS`` units and,
     where it fits within what rounding each item down to a unit can hide, again on one
-    ``REFINE`` times finer. Charged to ``clock`` by the knapsack cells it fills."""
+    ``REFINE`` times finer (up to ``LEVELS`` times). Charged to ``clock`` by the knapsack
+    cells it fills."""
     if instance.local_memory_bytes is None:
         return None
     clock = clock or Clock()
     K, C = instance.cores, instance.crossbars_per_core
     ags = _memory_share(instance, choices, reps) >= AG_MEMORY_SHARE
-    for cells in (CELLS, CELLS * REFINE):
+    patterns: list[dict[tuple[int, int], int]] = []
+    for cells in (CELLS * REFINE ** level for level in range(LEVELS + 1)):
         unit = max(1, math.ceil(instance.local_memory_bytes / cells))
         types = _types(instance, unit, ags)
         cap = instance.local_memory_bytes // unit
@@ -160,7 +166,8 @@ def home_cut(instance: PlacementInstance, choices: Sequence[int], reps: Sequence
         if not items:
             return None
         demand = [n for li, ui in items for n in (reps[li], types[li, ui].ags * reps[li])]
-        weights = _duals(types, items, demand, cap, C, K, clock)
+        seeds = [p for p in patterns if _fits(types, items, p, cap, C)]
+        weights, patterns = _duals(types, items, demand, cap, C, K, clock, seeds)
         if weights is None:
             return None
         needs = float(weights @ demand)
@@ -198,21 +205,47 @@ def _knapsack(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
     return table
 
 
+def _fits(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
+          pattern: dict[tuple[int, int], int], cap: int, C: int) -> bool:
+    """Whether ``pattern`` (count of each (item, variant)) fits a core on ``types``' axis."""
+    memory = bars = 0
+    for (i, v), q in pattern.items():
+        size, x, _, _, _ = types[items[i]].variants(C)[v]
+        memory, bars = memory + q * size, bars + q * x
+    return memory <= cap and bars <= C
+
+
+def _column(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
+            pattern: dict[tuple[int, int], int], C: int) -> dict[int, int]:
+    """The LP's column of ``pattern``: its homes and AGs of each item."""
+    column: dict[int, int] = {}
+    for (i, v), q in pattern.items():
+        _, _, _, homes, ags = types[items[i]].variants(C)[v]
+        column[2 * i] = column.get(2 * i, 0) + q * homes
+        column[2 * i + 1] = column.get(2 * i + 1, 0) + q * ags
+    return column
+
+
 def _duals(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
-           demand: list[int], cap: int, C: int, K: int, clock: Clock) -> np.ndarray | None:
+           demand: list[int], cap: int, C: int, K: int, clock: Clock,
+           seeds: Sequence[dict[tuple[int, int], int]] = ()
+           ) -> tuple[np.ndarray | None, list[dict[tuple[int, int], int]]]:
     """Weights on the homes and the AGs of ``items`` (rows 2 i and 2 i + 1) that no pattern
     sums above 1 (the configuration LP's duals, scaled by the best pattern's value), from
-    column generation until the LP's optimum, until they prove more than ``K`` cores, or
-    ``COLUMNS`` patterns; None if the LP fails."""
+    column generation from ``seeds`` until the LP's optimum, until they prove more than
+    ``K`` cores, or ``COLUMNS`` patterns (None if the LP fails); and the patterns priced."""
     lp = CoveringLP(demand)
     for i, key in enumerate(items):  # each variant alone, as many as a core holds
         for _, _, most, homes, ags in types[key].variants(C):
             lp.add_column({2 * i: most * homes, 2 * i + 1: most * ags})
+    patterns = list(seeds)
+    for pattern in patterns:
+        lp.add_column(_column(types, items, pattern, C))
     weights = None
     for _ in range(COLUMNS):
         solved = lp.solve()
         if solved is None:
-            return None
+            return None, patterns
         pi = np.array(solved[1])
         trace: list = []
         table = _knapsack(types, items, pi, cap, C, trace)
@@ -221,16 +254,15 @@ def _duals(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
         weights = pi / best  # dual feasible: no pattern sums to more than 1
         if float(weights @ demand) > K + 1e-6 or best <= 1.0 + 1e-9:  # proven, or the LP's optimum
             break
-        column: dict[int, int] = {}
+        pattern: dict[tuple[int, int], int] = {}
         m, b = cap, C
-        for (i, v), q, s, bars, mask in reversed(trace):
+        for item, q, s, bars, mask in reversed(trace):
             if mask[m, b]:
-                _, _, _, homes, ags = types[items[i]].variants(C)[v]
-                column[2 * i] = column.get(2 * i, 0) + q * homes
-                column[2 * i + 1] = column.get(2 * i + 1, 0) + q * ags
+                pattern[item] = pattern.get(item, 0) + q
                 m, b = m - s, b - bars
-        lp.add_column(column)
-    return weights
+        patterns.append(pattern)
+        lp.add_column(_column(types, items, pattern, C))
+    return weights, patterns
 
 
 SPLITS = (1.0, 0.5, 0.0)
