@@ -121,6 +121,13 @@ def test_a_fit_that_rounding_may_hide_is_checked_on_a_finer_axis():
     assert home_cut(_fake([334], [1], 3, 1002, 4, 1), [0], [3]) is None
 
 
+def test_a_fit_both_coarser_axes_hide_is_checked_on_the_finest():
+    """Three homes of 1334 bytes in one core of 4000 fit on 256 units (16 bytes: 83 each, 249
+    of 250) and on 1024 (4 bytes: 999 of 1000), not in bytes, the third axis."""
+    assert home_cut(_fake([1334], [1], 3, 4000, 4, 1), [0], [3]).cores == pytest.approx(1.5)
+    assert home_cut(_fake([1334], [1], 3, 4002, 4, 1), [0], [3]) is None
+
+
 def test_core_mode_homes_hold_all_their_crossbars():
     """Three replicas of 2 AGs x 2 crossbars, cores of 6: in crossbar mode two cores hold
     them (a core takes three AGs; one replica's home keeps one AG and sends the other to the
