@@ -108,6 +108,9 @@ HOME_CUTS = 8
 """HT: at most this many of ``home_packing``'s cuts a solve adds, where no greedy placement
 fits the master's option set (each costs a master solve more). Not in LL, whose bound is
 mostly the least floor's and whose masters take 1.5 to 5.3 s."""
+HOME_CUT_SHARE = 0.5
+"""HT: the share of the time left one ``home_packing.home_cut`` may take (googlenet/Arch-C HT:
+1.5 to 2 of 10 s each)."""
 HOME_CUT_SCALE = 1_000_000
 """Its weights in integer millionths. (In thousandths, rounding each of googlenet's 58
 terms down lost up to 0.058 cores, and a cut proving 64.011 cores of 64 did not hold the
@@ -220,7 +223,8 @@ def _home_cut(instance: PlacementInstance, picks: Picks, home_cuts: list[HomeCut
     t = clock.now()
     cut = home_cut(instance, [ui for ui, _ in picks],
                    [layer.replications[ri] for layer, (_, ri) in
-                    zip(instance.layers, picks, strict=True)], clock)
+                    zip(instance.layers, picks, strict=True)], clock,
+                   HOME_CUT_SHARE * clock.left())
     stats["home_cut_s"] = stats.get("home_cut_s", 0.0) + clock.now() - t
     if cut is not None:
         home_cuts.append(cut)

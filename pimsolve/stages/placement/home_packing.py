@@ -35,7 +35,8 @@ from pimsolve.solve.clock import Clock
 from pimsolve.solve.covering import CoveringLP
 from pimsolve.stages.placement.instance import PlacementInstance
 
-__all__ = ["HomeCut", "home_cut", "CELLS", "REFINE", "LEVELS", "COLUMNS", "AG_MEMORY_SHARE"]
+__all__ = ["HomeCut", "home_cut", "CELLS", "REFINE", "LEVELS", "TABLE_CELLS", "COLUMNS",
+           "AG_MEMORY_SHARE"]
 
 CELLS = 256
 """The memory axis of the knapsack: M in at most this many units. Each home's bytes (and each
@@ -53,6 +54,11 @@ patterns of the one before that still fit. googlenet/Arch-C HT, the master's opt
 at 16,384); two of its sets at 405.8 us (homes and AGs) fit at 1024 units and need 64.01 and
 64.08 cores at 4096."""
 LEVELS = 2
+TABLE_CELLS = 40_000
+"""A level is refined only while its knapsack table (memory units + 1 by crossbars + 1) stays
+within this many cells: Arch-C's 8 crossbars reach 4096 units, ISAAC's 96 and PUMA's 128 stay
+at 256, where a pattern can hold so many items that the rounding bound always asks for more
+(googlenet/PUMA HT with the AGs in its LP: 134.6 work-s at 4096 units, its sets fitting)."""
 AG_MEMORY_SHARE = 0.9
 """The AGs join the LP (each a knapsack item of its own) only where the homes and the AGs
 that cannot sit with them take this share of the memory at least; elsewhere each replica
@@ -145,16 +151,18 @@ def _add(table: np.ndarray, size: int, bars: int, most: int, value: float,
 
 
 def home_cut(instance: PlacementInstance, choices: Sequence[int], reps: Sequence[int],
-             clock: Clock | None = None) -> HomeCut | None:
+             clock: Clock | None = None, seconds: float = math.inf) -> HomeCut | None:
     """The lifted cut of the option set (``choices``, ``reps``) when its homes and AGs need
     more than K cores by the configuration LP; None when they fit (fractionally) or the
     target has no local-memory limit. The LP runs on a memory axis of ``CELLS`` units and,
     where it fits within what rounding each item down to a unit can hide, again on one
     ``REFINE`` times finer (up to ``LEVELS`` times). Charged to ``clock`` by the knapsack
-    cells it fills."""
+    cells it fills; after ``seconds`` of it, the LP stops (its weights still hold, so a cut
+    may come, weaker) and so does the lifting (the types not lifted weigh nothing)."""
     if instance.local_memory_bytes is None:
         return None
     clock = clock or Clock()
+    deadline = clock.now() + seconds
     K, C = instance.cores, instance.crossbars_per_core
     ags = _memory_share(instance, choices, reps) >= AG_MEMORY_SHARE
     patterns: list[dict[tuple[int, int], int]] = []
@@ -167,15 +175,16 @@ def home_cut(instance: PlacementInstance, choices: Sequence[int], reps: Sequence
             return None
         demand = [n for li, ui in items for n in (reps[li], types[li, ui].ags * reps[li])]
         seeds = [p for p in patterns if _fits(types, items, p, cap, C)]
-        weights, patterns = _duals(types, items, demand, cap, C, K, clock, seeds)
+        weights, patterns = _duals(types, items, demand, cap, C, K, clock, deadline, seeds)
         if weights is None:
             return None
         needs = float(weights @ demand)
         if needs > K + 1e-6:
-            return HomeCut(_lifted(types, items, weights, cap, C, clock), needs)
+            return HomeCut(_lifted(types, items, weights, cap, C, clock, deadline), needs)
         # a core holds at most this many items, each rounded down by less than a unit
         most = min(C, max(sum(v[2] for v in types[key].variants(C)) for key in items))
-        if needs <= K * (1 - most / cells):
+        if (needs <= K * (1 - most / cells) or (cells * REFINE + 1) * (C + 1) > TABLE_CELLS
+                or clock.now() >= deadline):
             return None
     return None
 
@@ -228,12 +237,13 @@ def _column(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
 
 def _duals(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
            demand: list[int], cap: int, C: int, K: int, clock: Clock,
-           seeds: Sequence[dict[tuple[int, int], int]] = ()
+           deadline: float = math.inf, seeds: Sequence[dict[tuple[int, int], int]] = ()
            ) -> tuple[np.ndarray | None, list[dict[tuple[int, int], int]]]:
     """Weights on the homes and the AGs of ``items`` (rows 2 i and 2 i + 1) that no pattern
     sums above 1 (the configuration LP's duals, scaled by the best pattern's value), from
     column generation from ``seeds`` until the LP's optimum, until they prove more than
-    ``K`` cores, or ``COLUMNS`` patterns (None if the LP fails); and the patterns priced."""
+    ``K`` cores, ``COLUMNS`` patterns or ``deadline`` (None if the LP fails); and the
+    patterns priced."""
     lp = CoveringLP(demand)
     for i, key in enumerate(items):  # each variant alone, as many as a core holds
         for _, _, most, homes, ags in types[key].variants(C):
@@ -252,7 +262,8 @@ def _duals(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
         clock.charge(len(trace) * (table.size + STEP_CELLS), "knapsack")
         best = max(1.0, float(table[cap, C]))
         weights = pi / best  # dual feasible: no pattern sums to more than 1
-        if float(weights @ demand) > K + 1e-6 or best <= 1.0 + 1e-9:  # proven, or the LP's optimum
+        if (float(weights @ demand) > K + 1e-6 or best <= 1.0 + 1e-9  # proven, or the optimum
+                or clock.now() >= deadline):
             break
         pattern: dict[tuple[int, int], int] = {}
         m, b = cap, C
@@ -271,7 +282,8 @@ count) that are tried; each gives a valid weight, the largest is kept."""
 
 
 def _lifted(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
-            weights: np.ndarray, cap: int, C: int, clock: Clock) -> dict[tuple[int, int], float]:
+            weights: np.ndarray, cap: int, C: int, clock: Clock,
+            deadline: float = math.inf) -> dict[tuple[int, int], float]:
     """The weight of a replica of each of ``items`` (its home's and its A_u AGs') and, lifted
     one at a time (largest home first), of every other home type: the most a replica can
     weigh, split between its home and its AGs as one of ``SPLITS``, with every pattern
@@ -283,6 +295,10 @@ def _lifted(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
     table = _knapsack(types, items, weights, cap, C, steps)
     rest = 1.0 - table[::-1, ::-1]  # rest[m, b]: what a pattern leaves to items within (m, b)
     for key in sorted(set(types) - set(items), key=lambda k: -types[k].size):
+        clock.charge((len(steps) + 1) * (table.size + STEP_CELLS), "knapsack")
+        steps = []
+        if clock.now() >= deadline:
+            break
         t = types[key]
         best, share = 0.0, SPLITS[0]
         for split in SPLITS:
@@ -302,5 +318,5 @@ def _lifted(types: dict[tuple[int, int], _Type], items: list[tuple[int, int]],
                 if value > 1e-12:
                     table = _add(table, size, bars, most, value, steps)
             rest = 1.0 - table[::-1, ::-1]
-    clock.charge((len(steps) + len(types)) * (table.size + STEP_CELLS), "knapsack")
+    clock.charge(len(steps) * (table.size + STEP_CELLS), "knapsack")
     return out
