@@ -12,6 +12,7 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
+from pimsolve.solve.clock import Clock
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import Status
 from pimsolve.stages.placement import home_packing
@@ -126,6 +127,21 @@ def test_a_fit_both_coarser_axes_hide_is_checked_on_the_finest():
     of 250) and on 1024 (4 bytes: 999 of 1000), not in bytes, the third axis."""
     assert home_cut(_fake([1334], [1], 3, 4000, 4, 1), [0], [3]).cores == pytest.approx(1.5)
     assert home_cut(_fake([1334], [1], 3, 4002, 4, 1), [0], [3]) is None
+
+
+def test_a_cut_out_of_time_is_still_valid_and_unlifted():
+    """Three homes of 60 bytes on two cores of 100 with a second unfolding of 70: the cut
+    lifts the second unfolding's homes; with no time, the first LP still proves the cut, and
+    the lifting stops before the other unfolding, which then weighs nothing."""
+    fake = _fake([60], [1], 3, 100, 4, 2)
+    fake.layers[0].choices.append(SimpleNamespace(ags=1, crossbars_per_ag=1, remote_bytes=0))
+    fake.replica_bytes = lambda li, ui: (60, 70)[ui]
+    lifted = home_cut(fake, [0], [3])
+    assert lifted.cores == pytest.approx(3)
+    assert lifted.weights[0, 1] == pytest.approx(1.0)  # one such home a core, too
+    hurried = home_cut(fake, [0], [3], Clock(), seconds=0.0)
+    assert hurried.cores == pytest.approx(3)
+    assert (0, 1) not in hurried.weights
 
 
 def test_core_mode_homes_hold_all_their_crossbars():
