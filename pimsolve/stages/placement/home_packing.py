@@ -54,6 +54,7 @@ patterns of the one before that still fit. googlenet/Arch-C HT, the master's opt
 at 16,384); two of its sets at 405.8 us (homes and AGs) fit at 1024 units and need 64.01 and
 64.08 cores at 4096."""
 LEVELS = 2
+"""How many times the memory axis is refined at most (``REFINE``)."""
 TABLE_CELLS = 40_000
 """A level is refined only while its knapsack table (memory units + 1 by crossbars + 1) stays
 within this many cells: Arch-C's 8 crossbars reach 4096 units, ISAAC's 96 and PUMA's 128 stay

@@ -93,8 +93,9 @@ def _packs(replicas, memory, crossbars, cores):
        st.integers(2, 3), st.lists(st.integers(0, 2), min_size=2, max_size=2))
 def test_a_cut_means_the_replicas_do_not_pack(types, cores, reps):
     """Random home types (bytes of 100; crossbars of an AG, of 4; AGs; an AG's bytes away
-    from home) and replications: where the cut comes, the homes and their AGs do not fit
-    the cores (brute force), and where it does not, they fit fractionally."""
+    from home) and replications, the AGs in the LP whatever the memory: where the cut comes,
+    it needs more than the cores, and the homes and their AGs do not fit them (brute
+    force)."""
     sizes, bars, ags, remote = (list(column) for column in zip(*types, strict=True))
     inst = _fake(sizes, bars, 2, 100, 4, cores, ags, remote)
     with pytest.MonkeyPatch.context() as patch:  # the AGs in the LP, whatever the memory
