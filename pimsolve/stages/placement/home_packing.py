@@ -59,7 +59,8 @@ TABLE_CELLS = 40_000
 """A level is refined only while its knapsack table (memory units + 1 by crossbars + 1) stays
 within this many cells: Arch-C's 8 crossbars reach 4096 units, ISAAC's 96 and PUMA's 128 stay
 at 256, where a pattern can hold so many items that the rounding bound always asks for more
-(googlenet/PUMA HT with the AGs in its LP: 134.6 work-s at 4096 units, its sets fitting)."""
+(googlenet/PUMA HT with ``AG_MEMORY_SHARE`` lowered to 0.8, so that its sets, at 0.876, take
+the AGs: 134.6 work-s of LP up to 4096 units, 15.5 with this cap; its sets fit)."""
 AG_MEMORY_SHARE = 0.9
 """The AGs join the LP (each a knapsack item of its own) only where the homes and the AGs
 that cannot sit with them take this share of the memory at least; elsewhere each replica
@@ -90,6 +91,7 @@ class _Type:
     bars: int
     """Crossbars of one AG."""
     ags: int
+    """The AGs a replica brings into the LP: A_u, or only ``least`` where the AGs stay out."""
     least: int
     """The fewest of its AGs a home keeps (``PlacementInstance.home_least``)."""
     remote: int
@@ -128,9 +130,10 @@ def _types(instance: PlacementInstance, unit: int,
 
 
 def _add(table: np.ndarray, size: int, bars: int, most: int, value: float,
-         trace: list | None = None, item: int = -1) -> np.ndarray:
+         trace: list | None = None, item: object = -1) -> np.ndarray:
     """The knapsack table (best value within each memory and crossbar room) with up to
-    ``most`` items of (size, bars, value) added, by binary splitting."""
+    ``most`` items of (size, bars, value) added, by binary splitting; each step recorded in
+    ``trace`` as (``item``, count, size, bars, where it won)."""
     rows, cols = table.shape
     k, left = 1, most
     while left > 0:
