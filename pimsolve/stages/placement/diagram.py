@@ -48,7 +48,8 @@ from pimsolve.stages.placement.search import Picks
 
 __all__ = ["floor_bound", "floor_options", "diagram_bound", "meet_bound", "pruned_bound",
            "LeastFloor",
-           "BUDGETS", "KEYS", "PRIMAL_CELLS", "PRIMAL_COUNTED", "PRUNE", "MIN_NODES",
+           "BUDGETS", "KEYS", "PRIMAL_CELLS", "PRIMAL_COUNTED", "PRUNE", "PRICE_SHARES",
+           "MIN_NODES",
            "MAX_CELLS"]
 
 BUDGETS = (500_000, 2_000_000, 8_000_000, 32_000_000)
@@ -95,6 +96,18 @@ BACKWARD_FITS = 0.7
 charges over ``_backward_cells``: 0.48 to 0.69 on vgg8-28/PUMA and the resnet18-28 rows, at
 4 and 8 M cells, to the first layer or ``_meet_cut``): ``diagram_bound`` runs it where the
 time left holds that."""
+PRICE_SHARES = (0.4, 0.55, 0.3)
+"""Where the next budget still keeps ``MIN_NODES`` on some layer (the 224x224 rows: the
+early layers' 3,136 to 12,544 windows and 100 to 400 options a layer), ``diagram_bound``
+first runs the diagram at this budget again with the resource its restricted diagram's
+option set fills most (the local memory on googlenet, the crossbars on resnet34) priced
+into the times (``_lifts``): the room's price at each of these shares of the best floor
+known, in turn while the time lasts. Measured alone at 0.5 M cells (the finish as the key;
+the plain diagram's bound first): resnet34/ISAAC 1509.8 -> 1722.9 us at 0.4 and 1754.3 at
+0.6, googlenet/ISAAC 198.4 -> 314.9 and 242.5, googlenet/Arch-C 476.8 -> 737.4 and 704.9,
+resnet34/Arch-C 1996.3 -> 2218.7 and 2314.6, googlenet/PUMA 457.7 -> 709.1 and 584.3,
+resnet34/PUMA 3410.2 -> 4006.4 and 3840.9; at 0.3 and 0.5: googlenet/Arch-C 714.1 and
+726.6 (memory), resnet34/Arch-C 2078.2 and 2263.0 (crossbars)."""
 PRUNE = True
 """Whether ``diagram_bound`` keeps its backward diagram's nodes at every cut it passes
 (``_completion``) and, from then on, drops the children that cannot beat the best option
@@ -184,19 +197,22 @@ def _ready(instance: PlacementInstance, li: int, done: dict[int, np.ndarray],
 
 def floor_bound(instance: PlacementInstance, cells: int, *, upper: float = math.inf,
                 deadline: float | None = None, by: str = "finish",
-                clock: Clock | None = None) -> float | None:
+                clock: Clock | None = None,
+                price: tuple[float, float] | None = None) -> float | None:
     """A lower bound (ns) on ``floor_latency`` over every option set that fits, from a
     diagram whose layers hold at most ``cells`` window times (``_nodes``); ``upper`` if no
     option set's floor is below ``upper`` (ns); None if ``clock`` (a new wall clock if None)
     passed ``deadline`` first. Exactly the least floor when the budget holds every layer's
     children. ``by``: what orders children of equal crossbars into groups, their 'finish'
     or the done time of their layer's 'middle' window (groups of like profiles lose less
-    when merged; which is better depends on the instance, and either bound is valid)."""
+    when merged; which is better depends on the instance, and either bound is valid).
+    With ``price`` (ns a crossbar, ns a byte of local memory), the Lagrangian bound of
+    ``_lifts``, its children grouped by the key alone."""
     if by not in KEYS:
         raise ValueError(f"by: one of {', '.join(KEYS)}, not {by!r}")
     options = _layer_options(instance)
     found = _diagram(instance, options, _nodes(instance, options, cells), upper, deadline,
-                     restricted=False, by=by, clock=clock or Clock())
+                     restricted=False, by=by, clock=clock or Clock(), price=price)
     return None if found is None else found[0]
 
 
@@ -238,7 +254,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
              upper: float, deadline: float | None, restricted: bool, clock: Clock,
              by: str = "finish", share: float = 1.0, stop: int | None = None,
              cut: int | None = None, completion: dict[int, _Completion] | None = None,
-             ) -> _Found | _Frontier | None:
+             price: tuple[float, float] | None = None) -> _Found | _Frontier | None:
     """The least finish (ns) over the last layer's nodes (at most ``nodes[l]`` kept after
     layer l), and (restricted) its option set; the option sets use at most ``share`` of
     the crossbars and of the local memory. Times are integer ticks of ``PERIOD_NS``
@@ -252,7 +268,12 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     ``_completed`` bound is no less than ``upper`` are dropped: no option set they stand
     for has a floor below it, and the merged groups of the rest lose less; the restricted
     diagram then orders the rest by crossbars and that bound and keeps each group's child
-    of the least bound (where the bound is tight, its option set has the least floor)."""
+    of the least bound (where the bound is tight, its option set has the least floor).
+    With ``price`` (relaxed, without ``completion``: ns a crossbar and ns a byte of local
+    memory), the resources are priced into the times (``_lifts``) and the children are
+    grouped by their key alone."""
+    if price is not None and (restricted or completion is not None):
+        raise ValueError("price: the relaxed diagram without completion only")
     layers = instance.layers
     room = _room(instance, share)
     if not all(options):
@@ -261,9 +282,11 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     last_read: dict[int, int] = {}  # the last layer that reads each producer
     for e in instance.edges:
         last_read[e.producer] = max(last_read.get(e.producer, -1), e.consumer)
-    dtype = _tick_dtype(options)
+    dtype = _tick_dtype(options) if price is None else np.int64
+    lifts, cap = _lifts(options, room, price)
     below = upper / PERIOD_NS  # upper in ticks
     front = None
+    lifted = np.zeros(1, dtype=np.int64)  # per node: the most lift of a prefix it stands for
     # per node: crossbars and memory used (the least of its prefixes), the latest finish
     resources, finish = np.zeros((1, 2), dtype=np.int64), np.zeros(1, dtype=dtype)
     picked = np.zeros((1, 0), dtype=np.int64)  # restricted: each node's option per layer
@@ -278,16 +301,18 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
             fits = np.flatnonzero((used + after[li] <= room).all(axis=1))
             clock.charge(fits.size * layer.windows, "restricted_cell" if restricted else "cell")
             if fits.size:
-                times = replica_done(ready[fits], o.k, o.w, o.replica).astype(dtype)
-                end = np.maximum(finish[fits], times.max(axis=1, initial=0))
+                lift = int(lifts[li][oi])  # 0 unpriced
+                times = replica_done(ready[fits], o.k, o.w, o.replica).astype(dtype) + lift
+                end = np.maximum(finish[fits] + lift, times.max(axis=1, initial=0))
                 if o.span:  # F_l >= ready(0) + its span
-                    end = np.maximum(end, ready[fits, 0] + o.span)
+                    end = np.maximum(end, ready[fits, 0] + o.span + lift)
                 key = end if by == "finish" else times[:, layer.windows // 2]
-                kids.append((used[fits], end, fits, times, np.full(fits.size, oi), key))
+                kids.append((used[fits], end, fits, times, np.full(fits.size, oi), key,
+                             np.full(fits.size, lift), lifted[fits] + lift))
         if not kids:
             return _Found(upper, None)
-        used, end, parent, option, key = (np.concatenate([k[i] for k in kids])
-                                          for i in (0, 1, 2, 4, 5))
+        used, end, parent, option, key, lift, lifted = (np.concatenate([k[i] for k in kids])
+                                                        for i in (0, 1, 2, 4, 5, 6, 7))
         made = np.concatenate([k[3] for k in kids]) if last_read.get(li, -1) > li else None
         inherited = {p: a for p, a in done.items() if last_read[p] > li}
         del kids, ready
@@ -300,6 +325,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
             if not keep.size:
                 return _Found(upper, None)
             used, end, parent, option = used[keep], end[keep], parent[keep], option[keep]
+            lift, lifted = lift[keep], lifted[keep]
             made = None if made is None else made[keep]
             if restricted:
                 key = rank = completed[keep]
@@ -308,23 +334,25 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
         if restricted:
             keep = _representatives(used, rank, key, nodes[li])
             picked = np.column_stack([picked[parent[keep]], option[keep]])
-            resources, finish = used[keep], end[keep]
+            resources, finish, lifted = used[keep], end[keep], lifted[keep]
             done = {p: a[parent[keep]] for p, a in inherited.items()}
             if made is not None:
                 done[li] = made[keep]
             continue
         # merged, then the nodes that finish no earlier than upper dropped
-        used, end, done = _merge(used, end, key, parent, inherited,
-                                {} if made is None else {li: made}, nodes[li])
-        keep = np.flatnonzero(end < below)
+        used, end, done, lifted = _merge(used, end, key, parent, inherited,
+                                         {} if made is None else {li: made}, nodes[li],
+                                         None if price is None else (lift, lifted))
+        keep = np.flatnonzero(end - np.minimum(lifted, cap) < below)
         if not keep.size:
             return _Found(upper, None)
-        resources, finish = used[keep], end[keep]
+        resources, finish, lifted = used[keep], end[keep], lifted[keep]
         done = {p: a[keep] for p, a in done.items()}
         if li in (stop, cut):
             front = _Frontier(resources, finish, done)
             if li == stop:
                 return front
+    finish = finish - np.minimum(lifted, cap)  # unpriced, the lifts are 0
     best = int(np.argmin(finish))
     picks = tuple((options[li][oi].choice, options[li][oi].replication)
                   for li, oi in enumerate(picked[best])) if restricted else None
@@ -543,7 +571,7 @@ def _backwards(instance: PlacementInstance, options: list[list[_Option]], cells:
         width = max(1, sum(layers[p].windows for p in (*inherited, *made))
                     * len(options[c - 1]))
         nodes = max(MIN_NODES, min(cells, MAX_CELLS) // width)
-        resources, _, out = _merge(used, np.zeros(len(used), dtype=dtype), key, parent,
+        resources, _, out, _ = _merge(used, np.zeros(len(used), dtype=dtype), key, parent,
                                    inherited, made, nodes)
         if c - 1 in cuts:
             yield c - 1, _Frontier(resources, np.zeros(len(resources), dtype=dtype), dict(out))
@@ -711,6 +739,20 @@ def _room(instance: PlacementInstance, share: float = 1.0) -> np.ndarray:
     return (room * share).astype(np.int64)
 
 
+def _lifts(options: list[list[_Option]], room: np.ndarray,
+           price: tuple[float, float] | None) -> tuple[list[np.ndarray], int]:
+    """Per layer and option, its resources at ``price`` (ns a crossbar, ns a byte of local
+    memory) in ticks, rounded down, and what the room costs at that price, its cap: the
+    Lagrangian relaxation of the room. A node's times carry the lifts of its prefix; each
+    option set that fits the room takes no more than the cap in all, so its floor is at
+    least its node's finish less the node's most lift and less the cap. Zeros unpriced."""
+    if price is None:
+        return [np.zeros(len(opts), dtype=np.int64) for opts in options], 0
+    return ([np.array([math.floor((price[0] * o.crossbars + price[1] * o.memory) / PERIOD_NS)
+                       for o in opts], dtype=np.int64) for opts in options],
+            math.floor((price[0] * int(room[0]) + price[1] * int(room[1])) / PERIOD_NS))
+
+
 def _least(options: list[list[_Option]]) -> np.ndarray:
     """Per layer, the least crossbars and memory any of its options takes."""
     return np.array([[min(o.crossbars for o in opts), min(o.memory for o in opts)]
@@ -742,34 +784,48 @@ def _nodes(instance: PlacementInstance, options: list[list[_Option]], cells: int
     return out
 
 
-def _groups(used: np.ndarray, key: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """The children in order of crossbars (then ``key``), and where each of ``nodes`` groups
-    of equal size starts in that order."""
-    order = np.lexsort((key, used[:, 0]))
+def _groups(used: np.ndarray | None, key: np.ndarray,
+            nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The children in order of crossbars (then ``key``; by ``key`` alone without ``used``),
+    and where each of ``nodes`` groups of equal size starts in that order."""
+    order = np.argsort(key, kind="stable") if used is None else np.lexsort((key, used[:, 0]))
     return order, np.arange(nodes) * len(order) // nodes
 
 
 def _merge(used: np.ndarray, finish: np.ndarray, key: np.ndarray, parent: np.ndarray,
            inherited: dict[int, np.ndarray], made: dict[int, np.ndarray], nodes: int,
-           ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray]]:
+           priced: tuple[np.ndarray, np.ndarray] | None = None,
+           ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray], np.ndarray]:
     """At most ``nodes`` nodes, each group of ``_groups`` keeping the least resources and
     finish of its children, the least vectors their parents pass on (``inherited``, one
     row per parent: taken once per group and parent) and the least of their own (``made``,
-    one row per child)."""
+    one row per child). ``priced``: each child's own lift and the most lift of its prefixes
+    (``_lifts``); the children are then grouped by ``key`` alone, a parent's vectors are
+    passed on with the least lift its children in the group took, and each node keeps the
+    most lift of its children (returned last; zeros unpriced)."""
+    lift, lifted = priced if priced is not None else (None, np.zeros(len(finish), np.int64))
     if len(finish) <= nodes:
-        done = {p: a[parent] for p, a in inherited.items()}
+        done = {p: a[parent] if lift is None else a[parent] + lift[:, None]
+                for p, a in inherited.items()}
         done.update(made)
-        return used, finish, done
-    order, starts = _groups(used, key, nodes)
+        return used, finish, done, lifted
+    order, starts = _groups(None if priced is not None else used, key, nodes)
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
     parents = max((len(a) for a in inherited.values()), default=1)
-    pairs = np.unique(group * parents + parent[order])  # by group, then parent
+    pairs, pair = np.unique(group * parents + parent[order],  # by group, then parent
+                            return_inverse=True)
     firsts = np.searchsorted(pairs // parents, np.arange(len(starts)))
-    done = {p: np.minimum.reduceat(a[pairs % parents], firsts, axis=0)
-            for p, a in inherited.items()}
+    rows = pairs % parents
+    done = {p: np.minimum.reduceat(a[rows], firsts, axis=0) for p, a in inherited.items()}
+    if lift is not None and inherited:
+        least = np.full(len(pairs), np.iinfo(np.int64).max)
+        np.minimum.at(least, pair, lift[order])
+        done = {p: np.minimum.reduceat(a[rows] + least[:, None], firsts, axis=0)
+                for p, a in inherited.items()}
     done.update({p: np.minimum.reduceat(a[order], starts, axis=0) for p, a in made.items()})
     return (np.minimum.reduceat(used[order], starts, axis=0),
-            np.minimum.reduceat(finish[order], starts), done)
+            np.minimum.reduceat(finish[order], starts), done,
+            np.maximum.reduceat(lifted[order], starts))
 
 
 def _representatives(used: np.ndarray, finish: np.ndarray, key: np.ndarray,
@@ -811,7 +867,9 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     options (``meet_bound``), and kept at ``_meet_cut`` to meet each later forward diagram;
     with ``PRUNE`` its nodes at every cut it passed then guide the restricted diagram and
     prune the forward one (``_completed``), at that budget again and at every later one.
-    ``seconds`` of ``clock`` (a new wall clock if None)."""
+    Where the next budget still keeps ``MIN_NODES`` on some layer, the priced diagrams at
+    this one first (``_priced``, ``PRICE_SHARES``). ``seconds`` of ``clock`` (a new wall
+    clock if None)."""
     clock = clock or Clock()
     deadline = clock.now() + seconds
     options = _layer_options(instance)
@@ -850,6 +908,10 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         # runs that too
         again = not final and BUDGETS[i + 1] <= PRIMAL_CELLS or picks is None
         spent = now - (t if again else f)
+        if (best < target and picks is not None and not final
+                and min(_nodes(instance, options, BUDGETS[i + 1])) <= MIN_NODES):
+            best = max(best, _priced(instance, options, nodes, picks, target, deadline, clock))
+            now = clock.now()
         last = NEXT_COST[1] * spent > deadline - now or final
         if (tried is None and (last or cells >= MEET_CELLS) and best < target
                 and bound.front is not None):
@@ -888,3 +950,27 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         if best >= target or NEXT_COST[0] * spent > deadline - now:
             break
     return LeastFloor(best, largest, picks, picks_ns)
+
+
+def _priced(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
+            picks: Picks, target: float, deadline: float, clock: Clock) -> float:
+    """The best bound (ns; 0 if none finished) of the priced diagrams at ``nodes``, the
+    resource ``picks`` fills the larger share of priced at each of ``PRICE_SHARES`` of
+    ``target`` (ns) for all its room, in turn while the time lasts."""
+    room = _room(instance)
+    used = np.zeros(2)
+    for li, (ui, ri) in enumerate(picks):
+        u = instance.layers[li].choices[ui]
+        used += (instance.layers[li].replications[ri] * u.ags * u.crossbars_per_ag,
+                 option_memory(instance, li, ui, ri)[0])
+    memory = room[1] > 0 and used[1] / room[1] > used[0] / room[0]
+    best = 0.0
+    for share in PRICE_SHARES:
+        each = share * target / room[int(memory)]
+        found = _diagram(instance, options, nodes, target, deadline, restricted=False,
+                         clock=clock, by="finish",
+                         price=(0.0, each) if memory else (each, 0.0))
+        if found is None:
+            break
+        best = max(best, found.ns)
+    return best

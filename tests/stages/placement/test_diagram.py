@@ -163,6 +163,85 @@ def test_merged_diagram_stays_below_the_least_floor(name, cells, upper, by):
     assert _fits(inst, picks)
 
 
+def _price(inst, least: float, crossbars: float, memory: float) -> tuple[float, float]:
+    """ns a crossbar and a byte: the shares ``crossbars`` and ``memory`` of the least floor
+    for the whole room of each."""
+    room = diagram._room(inst)
+    return (crossbars * least / int(room[0]),
+            memory * least / int(room[1]) if room[1] else 0.0)
+
+
+@pytest.mark.parametrize("shares", [(0.5, 0.0), (0.0, 0.5), (2.0, 2.0)])
+@pytest.mark.parametrize("name", CASES)
+def test_unmerged_priced_diagram_is_the_least_floor(name, shares):
+    """Unmerged, a node is one prefix and its most lift is its own, so the prices come off
+    again exactly: the least floor at any price."""
+    inst = case(name)
+    least = least_floor(name)
+    price = _price(inst, least, *shares)
+    assert floor_bound(inst, 10**9, price=price) == pytest.approx(least, abs=1e-6)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(CASES), cells=st.integers(1, 5000),
+       upper=st.sampled_from([math.inf, 0.9, 1.1]), by=st.sampled_from(KEYS),
+       crossbars=st.floats(0, 3), memory=st.floats(0, 3))
+def test_priced_diagram_stays_below_the_least_floor(name, cells, upper, by, crossbars, memory):
+    """Merged down to one node a layer, the priced diagram stays below the least floor (and
+    below ``upper``) at every price: a merged node's times are at most each of its option
+    sets' times plus that set's lift, which is at most the node's most lift and at most the
+    room's price. Fails with the node's least lift taken off in place of its most."""
+    inst = case(name)
+    least = least_floor(name)
+    cap = upper * least if upper != math.inf else math.inf
+    with mock.patch.object(diagram, "MIN_NODES", 1):
+        bound = floor_bound(inst, cells, upper=cap, by=by,
+                            price=_price(inst, least, crossbars, memory))
+    assert bound <= least + 1e-6 and bound <= cap
+
+
+def test_pricing_the_room_lifts_the_merged_vgg8_chain():
+    """At one node a layer the vgg8 chain's diagram gives 857.9 us against a least floor of
+    1029.9; with its crossbars priced at a quarter of the least floor for the whole room,
+    864.1 (merged with the cheap, the fast and costly children lose less)."""
+    inst = case("vgg8")
+    least = least_floor("vgg8")
+    with mock.patch.object(diagram, "MIN_NODES", 1):
+        plain = floor_bound(inst, 1, by="middle")
+        priced = floor_bound(inst, 1, by="middle", price=_price(inst, least, 0.25, 0.0))
+    assert plain + 5e3 < priced <= least + 1e-6
+
+
+@pytest.mark.parametrize("budgets, priced", [((1, 2), 3), ((1, 10**9), 0)])
+def test_diagram_bound_prices_the_room_where_the_next_budget_keeps_too_few_nodes(budgets,
+                                                                                  priced):
+    """On the vgg8 chain at one node a layer: where the next budget still keeps one node on
+    some layer (2 cells), the diagram at this budget again, priced at each of
+    ``PRICE_SHARES`` (crossbars: memory is unlimited here), and the best bound kept; where
+    the next budget keeps every child (10^9 cells), no prices. Fails with the condition
+    dropped (prices at 10^9 cells too)."""
+    inst, prices = case("vgg8"), []
+    forward = diagram._diagram
+
+    def spy(*args, **kw):
+        if kw.get("price") is not None:
+            prices.append(kw["price"])
+        return forward(*args, **kw)
+
+    with (mock.patch.object(diagram, "BUDGETS", budgets),
+          mock.patch.object(diagram, "MIN_NODES", 1),
+          mock.patch.object(diagram, "MEET_CELLS", 10**12),
+          mock.patch.object(diagram, "_diagram", spy)):
+        found = diagram_bound(inst, 60.0)
+    assert len(prices) == priced
+    assert all(memory == 0 and crossbars > 0 for crossbars, memory in prices)
+    if priced:
+        with mock.patch.object(diagram, "MIN_NODES", 1):
+            alone = max(floor_bound(inst, 1, by="middle"),
+                        *(floor_bound(inst, 1, upper=found.picks_ns, price=p) for p in prices))
+        assert found.bound_ns >= alone - 1e-6  # later budgets and the meeting may add
+
+
 @pytest.mark.parametrize("name", CASES)
 def test_unmerged_met_diagrams_are_the_least_floor(name):
     """Met at any cut, the unmerged forward and backward diagrams give the least floor: the
@@ -285,7 +364,8 @@ def _meetings(budgets, meet_cells, fits=diagram.BACKWARD_FITS, prune=False):
           mock.patch.object(diagram, "_backwards", spy),
           mock.patch.object(diagram, "_meet", count),
           mock.patch.object(diagram, "BACKWARD_FITS", fits),
-          mock.patch.object(diagram, "PRUNE", prune)):
+          mock.patch.object(diagram, "PRUNE", prune),
+          mock.patch.object(diagram, "PRICE_SHARES", ())):  # the meetings alone
         found = diagram_bound(inst, 60.0)
     return found.bound_ns, calls, len(met)
 
@@ -363,7 +443,8 @@ def _steps(budgets, seconds):
           mock.patch.object(diagram, "MEET_CELLS", 10**9),
           mock.patch.object(diagram, "BACKWARD_FITS", 1e-12),
           mock.patch.object(diagram, "_diagram", spy_forward),
-          mock.patch.object(diagram, "_backwards", spy_backward)):
+          mock.patch.object(diagram, "_backwards", spy_backward),
+          mock.patch.object(diagram, "PRICE_SHARES", ())):
         diagram_bound(inst, seconds, clock=Clock(limit=math.inf, work=True))
     return steps
 
@@ -376,7 +457,8 @@ def test_diagram_bound_meets_before_a_budget_that_may_not_finish():
     clock = Clock(limit=math.inf, work=True)
     with (mock.patch.object(diagram, "BUDGETS", (1,)),
           mock.patch.object(diagram, "MIN_NODES", 1),
-          mock.patch.object(diagram, "BACKWARD_FITS", 1e9)):  # no meeting: its cost alone
+          mock.patch.object(diagram, "BACKWARD_FITS", 1e9),  # no meeting: its cost alone
+          mock.patch.object(diagram, "PRICE_SHARES", ())):
         diagram_bound(case("vgg8"), 60.0, clock=clock)
     c = clock.now()
     assert c > 0
