@@ -49,7 +49,7 @@ from pimsolve.stages.placement.search import Picks
 __all__ = ["floor_bound", "floor_options", "diagram_bound", "meet_bound", "pruned_bound",
            "LeastFloor",
            "BUDGETS", "KEYS", "PRIMAL_CELLS", "PRIMAL_COUNTED", "PRUNE", "PRICE_SHARES",
-           "MIN_NODES",
+           "PRICE_COST", "MIN_NODES",
            "MAX_CELLS"]
 
 BUDGETS = (500_000, 2_000_000, 8_000_000, 32_000_000)
@@ -97,17 +97,22 @@ charges over ``_backward_cells``: 0.48 to 0.69 on vgg8-28/PUMA and the resnet18-
 4 and 8 M cells, to the first layer or ``_meet_cut``): ``diagram_bound`` runs it where the
 time left holds that."""
 PRICE_SHARES = (0.4, 0.55, 0.3)
-"""Where the next budget still keeps ``MIN_NODES`` on some layer (the 224x224 rows: the
-early layers' 3,136 to 12,544 windows and 100 to 400 options a layer), ``diagram_bound``
-first runs the diagram at this budget again with the resource its restricted diagram's
-option set fills most (the local memory on googlenet, the crossbars on resnet34) priced
-into the times (``_lifts``): the room's price at each of these shares of the best floor
-known, in turn while the time lasts. Measured alone at 0.5 M cells (the finish as the key;
+"""Where the next budget would still keep ``MIN_NODES`` on some layer (the 224x224 rows:
+the early layers' 3,136 to 12,544 windows and 100 to 400 options a layer), ``diagram_bound``
+ends at this budget with its diagram again, the resource its restricted diagram's option
+set fills most (the local memory on googlenet, the crossbars on resnet34) priced into the
+times (``_lifts``): the room's price at each of these shares of the best floor known, in
+turn while the time holds one (``PRICE_COST``). Measured alone at 0.5 M cells (the finish as the key;
 the plain diagram's bound first): resnet34/ISAAC 1509.8 -> 1722.9 us at 0.4 and 1754.3 at
 0.6, googlenet/ISAAC 198.4 -> 314.9 and 242.5, googlenet/Arch-C 476.8 -> 737.4 and 704.9,
 resnet34/Arch-C 1996.3 -> 2218.7 and 2314.6, googlenet/PUMA 457.7 -> 709.1 and 584.3,
 resnet34/PUMA 3410.2 -> 4006.4 and 3840.9; at 0.3 and 0.5: googlenet/Arch-C 714.1 and
 726.6 (memory), resnet34/Arch-C 2078.2 and 2263.0 (crossbars)."""
+PRICE_COST = 1.5
+"""A priced diagram's work in multiples of the plain one's at the same budget (its groups
+mix resources, so more children fit the room: 2.85 against 1.93 work-s on resnet34/ISAAC
+LL at 0.5 M cells, 1.76 against 1.65 on googlenet/ISAAC); ``diagram_bound`` starts one
+only where the time left holds that."""
 PRUNE = True
 """Whether ``diagram_bound`` keeps its backward diagram's nodes at every cut it passes
 (``_completion``) and, from then on, drops the children that cannot beat the best option
@@ -867,9 +872,11 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     options (``meet_bound``), and kept at ``_meet_cut`` to meet each later forward diagram;
     with ``PRUNE`` its nodes at every cut it passed then guide the restricted diagram and
     prune the forward one (``_completed``), at that budget again and at every later one.
-    Where the next budget still keeps ``MIN_NODES`` on some layer, the priced diagrams at
-    this one first (``_priced``, ``PRICE_SHARES``). ``seconds`` of ``clock`` (a new wall
-    clock if None)."""
+    Where the next budget would still keep ``MIN_NODES`` on some layer, the last budget:
+    the next one's restricted diagram if it is within ``PRIMAL_CELLS`` and the time holds
+    it and a priced diagram, then the priced diagrams at this one while the time holds
+    them (``_priced``, ``PRICE_SHARES``), and no meeting (the backward diagram does not
+    finish there). ``seconds`` of ``clock`` (a new wall clock if None)."""
     clock = clock or Clock()
     deadline = clock.now() + seconds
     options = _layer_options(instance)
@@ -908,11 +915,20 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         # runs that too
         again = not final and BUDGETS[i + 1] <= PRIMAL_CELLS or picks is None
         spent = now - (t if again else f)
-        if (best < target and picks is not None and not final
-                and min(_nodes(instance, options, BUDGETS[i + 1])) <= MIN_NODES):
-            best = max(best, _priced(instance, options, nodes, picks, target, deadline, clock))
-            now = clock.now()
         last = NEXT_COST[1] * spent > deadline - now or final
+        starving = not final and min(_nodes(instance, options, BUDGETS[i + 1])) <= MIN_NODES
+        if starving and PRICE_SHARES and picks is not None and best < target:
+            priced = PRICE_COST * (now - f)  # what a priced diagram at this budget takes
+            if (BUDGETS[i + 1] <= PRIMAL_CELLS
+                    and NEXT_COST[0] * (f - t) + priced <= deadline - now):
+                found = _restricted(instance, primal, BUDGETS[i + 1], deadline, 1.0,
+                                    PRIMAL_COUNTED, clock, None, picks_ns)
+                if found is not None and found[0] < picks_ns:
+                    picks_ns, picks = found
+                target = min(upper, picks_ns)
+            best = max(best, _priced(instance, options, nodes, picks, target, deadline, clock,
+                                     priced))
+            break
         if (tried is None and (last or cells >= MEET_CELLS) and best < target
                 and bound.front is not None):
             tried = _meeting(instance, options, cut, deadline - now)
@@ -953,10 +969,11 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
 
 
 def _priced(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
-            picks: Picks, target: float, deadline: float, clock: Clock) -> float:
-    """The best bound (ns; 0 if none finished) of the priced diagrams at ``nodes``, the
-    resource ``picks`` fills the larger share of priced at each of ``PRICE_SHARES`` of
-    ``target`` (ns) for all its room, in turn while the time lasts."""
+            picks: Picks, target: float, deadline: float, clock: Clock,
+            cost: float) -> float:
+    """The best bound (ns; 0 if none ran) of the priced diagrams at ``nodes``, the resource
+    ``picks`` fills the larger share of priced at each of ``PRICE_SHARES`` of ``target``
+    (ns) for all its room, in turn while the time left holds ``cost`` (what one takes)."""
     room = _room(instance)
     used = np.zeros(2)
     for li, (ui, ri) in enumerate(picks):
@@ -966,6 +983,8 @@ def _priced(instance: PlacementInstance, options: list[list[_Option]], nodes: li
     memory = room[1] > 0 and used[1] / room[1] > used[0] / room[0]
     best = 0.0
     for share in PRICE_SHARES:
+        if deadline - clock.now() < cost:
+            break
         each = share * target / room[int(memory)]
         found = _diagram(instance, options, nodes, target, deadline, restricted=False,
                          clock=clock, by="finish",

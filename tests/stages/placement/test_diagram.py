@@ -212,34 +212,35 @@ def test_pricing_the_room_lifts_the_merged_vgg8_chain():
     assert plain + 5e3 < priced <= least + 1e-6
 
 
-@pytest.mark.parametrize("budgets, priced", [((1, 2), 3), ((1, 10**9), 0)])
-def test_diagram_bound_prices_the_room_where_the_next_budget_keeps_too_few_nodes(budgets,
-                                                                                  priced):
-    """On the vgg8 chain at one node a layer: where the next budget still keeps one node on
-    some layer (2 cells), the diagram at this budget again, priced at each of
-    ``PRICE_SHARES`` (crossbars: memory is unlimited here), and the best bound kept; where
-    the next budget keeps every child (10^9 cells), no prices. Fails with the condition
-    dropped (prices at 10^9 cells too)."""
-    inst, prices = case("vgg8"), []
+@pytest.mark.parametrize("budgets, priced, plain", [((1, 2), 3, 1), ((1, 10**9), 0, 2)])
+def test_diagram_bound_prices_the_room_where_the_next_budget_keeps_too_few_nodes(
+        budgets, priced, plain):
+    """On the vgg8 chain at one node a layer: where the next budget would still keep one
+    node on some layer (2 cells), this budget is the last: after its plain diagram, the
+    diagram at it again, priced at each of ``PRICE_SHARES`` (crossbars: memory is unlimited
+    here), the best bound kept; where the next budget keeps every child (10^9 cells), no
+    prices and both budgets' plain diagrams. Fails with the condition dropped (prices at
+    10^9 cells too)."""
+    inst, prices, plains = case("vgg8"), [], []
     forward = diagram._diagram
 
     def spy(*args, **kw):
+        found = forward(*args, **kw)
         if kw.get("price") is not None:
-            prices.append(kw["price"])
-        return forward(*args, **kw)
+            prices.append((kw["price"], found.ns))
+        elif not kw["restricted"] and kw.get("completion") is None and kw.get("stop") is None:
+            plains.append(found.ns)  # the budgets' plain diagrams, not the meeting's
+        return found
 
     with (mock.patch.object(diagram, "BUDGETS", budgets),
           mock.patch.object(diagram, "MIN_NODES", 1),
           mock.patch.object(diagram, "MEET_CELLS", 10**12),
           mock.patch.object(diagram, "_diagram", spy)):
         found = diagram_bound(inst, 60.0)
-    assert len(prices) == priced
-    assert all(memory == 0 and crossbars > 0 for crossbars, memory in prices)
+    assert len(prices) == priced and len(plains) == plain
+    assert all(memory == 0 and crossbars > 0 for (crossbars, memory), _ in prices)
     if priced:
-        with mock.patch.object(diagram, "MIN_NODES", 1):
-            alone = max(floor_bound(inst, 1, by="middle"),
-                        *(floor_bound(inst, 1, upper=found.picks_ns, price=p) for p in prices))
-        assert found.bound_ns >= alone - 1e-6  # later budgets and the meeting may add
+        assert found.bound_ns == pytest.approx(max(*plains, *(ns for _, ns in prices)))
 
 
 @pytest.mark.parametrize("name", CASES)
