@@ -102,12 +102,12 @@ the early layers' 3,136 to 12,544 windows and 100 to 400 options a layer), ``dia
 ends at this budget with its diagram again, the resource its restricted diagram's option
 set fills most (the local memory on googlenet, the crossbars on resnet34) priced into the
 times (``_lifts``): the room's price at each of these shares of the best floor known, in
-turn while the time holds one (``PRICE_COST``). Measured alone at 0.5 M cells (the finish as the key;
-the plain diagram's bound first): resnet34/ISAAC 1509.8 -> 1722.9 us at 0.4 and 1754.3 at
-0.6, googlenet/ISAAC 198.4 -> 314.9 and 242.5, googlenet/Arch-C 476.8 -> 737.4 and 704.9,
-resnet34/Arch-C 1996.3 -> 2218.7 and 2314.6, googlenet/PUMA 457.7 -> 709.1 and 584.3,
-resnet34/PUMA 3410.2 -> 4006.4 and 3840.9; at 0.3 and 0.5: googlenet/Arch-C 714.1 and
-726.6 (memory), resnet34/Arch-C 2078.2 and 2263.0 (crossbars)."""
+turn while the time holds one (``PRICE_COST``). Measured alone at 0.5 M cells (the finish
+as the key; the plain diagram's bound first): resnet34/ISAAC 1509.8 -> 1722.9 us at 0.4
+and 1754.3 at 0.6, googlenet/ISAAC 198.4 -> 314.9 and 242.5, googlenet/Arch-C 476.8 ->
+737.4 and 704.9, resnet34/Arch-C 1996.3 -> 2218.7 and 2314.6, googlenet/PUMA 457.7 ->
+709.1 and 584.3, resnet34/PUMA 3410.2 -> 4006.4 and 3840.9; at 0.3 and 0.5:
+googlenet/Arch-C 714.1 and 726.6 (memory), resnet34/Arch-C 2078.2 and 2263.0 (crossbars)."""
 PRICE_COST = 1.5
 """A priced diagram's work in multiples of the plain one's at the same budget (its groups
 mix resources, so more children fit the room: 2.85 against 1.93 work-s on resnet34/ISAAC
