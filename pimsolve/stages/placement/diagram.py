@@ -108,11 +108,12 @@ and 1754.3 at 0.6, googlenet/ISAAC 198.4 -> 314.9 and 242.5, googlenet/Arch-C 47
 737.4 and 704.9, resnet34/Arch-C 1996.3 -> 2218.7 and 2314.6, googlenet/PUMA 457.7 ->
 709.1 and 584.3, resnet34/PUMA 3410.2 -> 4006.4 and 3840.9; at 0.3 and 0.5:
 googlenet/Arch-C 714.1 and 726.6 (memory), resnet34/Arch-C 2078.2 and 2263.0 (crossbars)."""
-PRICE_COST = 1.5
-"""A priced diagram's work in multiples of the plain one's at the same budget (its groups
-mix resources, so more children fit the room: 2.85 against 1.93 work-s on resnet34/ISAAC
-LL at 0.5 M cells, 1.76 against 1.65 on googlenet/ISAAC); ``diagram_bound`` starts one
-only where the time left holds that."""
+PRICE_COST = 1.0
+"""A priced diagram's work in multiples of the plain one's at the same budget (the same
+groups: 1.93 against 1.93 work-s on resnet34/ISAAC LL at 0.5 M cells, 1.63 against 1.65 on
+googlenet/ISAAC; grouped by the key alone, 2.85 and 1.76, since groups that mix resources
+let more children fit the room); ``diagram_bound`` starts one only where the time left
+holds that."""
 PRUNE = True
 """Whether ``diagram_bound`` keeps its backward diagram's nodes at every cut it passes
 (``_completion``) and, from then on, drops the children that cannot beat the best option
@@ -212,7 +213,7 @@ def floor_bound(instance: PlacementInstance, cells: int, *, upper: float = math.
     or the done time of their layer's 'middle' window (groups of like profiles lose less
     when merged; which is better depends on the instance, and either bound is valid).
     With ``price`` (ns a crossbar, ns a byte of local memory), the Lagrangian bound of
-    ``_lifts``, its children grouped by the key alone."""
+    ``_lifts``."""
     if by not in KEYS:
         raise ValueError(f"by: one of {', '.join(KEYS)}, not {by!r}")
     options = _layer_options(instance)
@@ -275,8 +276,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     diagram then orders the rest by crossbars and that bound and keeps each group's child
     of the least bound (where the bound is tight, its option set has the least floor).
     With ``price`` (relaxed, without ``completion``: ns a crossbar and ns a byte of local
-    memory), the resources are priced into the times (``_lifts``) and the children are
-    grouped by their key alone."""
+    memory), the resources are priced into the times (``_lifts``)."""
     if price is not None and (restricted or completion is not None):
         raise ValueError("price: the relaxed diagram without completion only")
     layers = instance.layers
@@ -789,11 +789,10 @@ def _nodes(instance: PlacementInstance, options: list[list[_Option]], cells: int
     return out
 
 
-def _groups(used: np.ndarray | None, key: np.ndarray,
-            nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """The children in order of crossbars (then ``key``; by ``key`` alone without ``used``),
-    and where each of ``nodes`` groups of equal size starts in that order."""
-    order = np.argsort(key, kind="stable") if used is None else np.lexsort((key, used[:, 0]))
+def _groups(used: np.ndarray, key: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """The children in order of crossbars (then ``key``), and where each of ``nodes`` groups
+    of equal size starts in that order."""
+    order = np.lexsort((key, used[:, 0]))
     return order, np.arange(nodes) * len(order) // nodes
 
 
@@ -805,16 +804,16 @@ def _merge(used: np.ndarray, finish: np.ndarray, key: np.ndarray, parent: np.nda
     finish of its children, the least vectors their parents pass on (``inherited``, one
     row per parent: taken once per group and parent) and the least of their own (``made``,
     one row per child). ``priced``: each child's own lift and the most lift of its prefixes
-    (``_lifts``); the children are then grouped by ``key`` alone, a parent's vectors are
-    passed on with the least lift its children in the group took, and each node keeps the
-    most lift of its children (returned last; zeros unpriced)."""
+    (``_lifts``); a parent's vectors are then passed on with the least lift its children in
+    the group took, and each node keeps the most lift of its children (returned last;
+    zeros unpriced)."""
     lift, lifted = priced if priced is not None else (None, np.zeros(len(finish), np.int64))
     if len(finish) <= nodes:
         done = {p: a[parent] if lift is None else a[parent] + lift[:, None]
                 for p, a in inherited.items()}
         done.update(made)
         return used, finish, done, lifted
-    order, starts = _groups(None if priced is not None else used, key, nodes)
+    order, starts = _groups(used, key, nodes)
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
     parents = max((len(a) for a in inherited.values()), default=1)
     pairs, pair = np.unique(group * parents + parent[order],  # by group, then parent
