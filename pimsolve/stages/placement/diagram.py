@@ -102,12 +102,14 @@ the early layers' 3,136 to 12,544 windows and 100 to 400 options a layer), ``dia
 ends at this budget with its diagram again, the resource its restricted diagram's option
 set fills most (the local memory on googlenet, the crossbars on resnet34) priced into the
 times (``_lifts``): the room's price at each of these shares of the best floor known, in
-turn while the time holds one (``PRICE_COST``). Measured alone at 0.5 M cells (the finish
-as the key; the plain diagram's bound first): resnet34/ISAAC 1509.8 -> 1722.9 us at 0.4
-and 1754.3 at 0.6, googlenet/ISAAC 198.4 -> 314.9 and 242.5, googlenet/Arch-C 476.8 ->
-737.4 and 704.9, resnet34/Arch-C 1996.3 -> 2218.7 and 2314.6, googlenet/PUMA 457.7 ->
-709.1 and 584.3, resnet34/PUMA 3410.2 -> 4006.4 and 3840.9; at 0.3 and 0.5:
-googlenet/Arch-C 714.1 and 726.6 (memory), resnet34/Arch-C 2078.2 and 2263.0 (crossbars)."""
+turn while the time holds one (``PRICE_COST``). Measured alone at 0.5 M cells, grouped by
+the finish alone (the first version), the plain diagram's bound first: resnet34/ISAAC
+1509.8 -> 1722.9 us at 0.4 and 1754.3 at 0.6, googlenet/ISAAC 198.4 -> 314.9 and 242.5,
+googlenet/Arch-C 476.8 -> 737.4 and 704.9, resnet34/Arch-C 1996.3 -> 2218.7 and 2314.6,
+googlenet/PUMA 457.7 -> 709.1 and 584.3, resnet34/PUMA 3410.2 -> 4006.4 and 3840.9; at 0.3
+and 0.5: googlenet/Arch-C 714.1 and 726.6 (memory), resnet34/Arch-C 2078.2 and 2263.0
+(crossbars). In the plain diagram's groups, as kept: resnet34/ISAAC 1772.4 us at 0.4,
+googlenet/ISAAC 310.5."""
 PRICE_COST = 1.0
 """A priced diagram's work in multiples of the plain one's at the same budget (the same
 groups: 1.93 against 1.93 work-s on resnet34/ISAAC LL at 0.5 M cells, 1.63 against 1.65 on
@@ -275,10 +277,11 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     for has a floor below it, and the merged groups of the rest lose less; the restricted
     diagram then orders the rest by crossbars and that bound and keeps each group's child
     of the least bound (where the bound is tight, its option set has the least floor).
-    With ``price`` (relaxed, without ``completion``: ns a crossbar and ns a byte of local
-    memory), the resources are priced into the times (``_lifts``)."""
-    if price is not None and (restricted or completion is not None):
-        raise ValueError("price: the relaxed diagram without completion only")
+    With ``price`` (relaxed, without ``completion``, ``stop`` or ``cut``: ns a crossbar and
+    ns a byte of local memory), the resources are priced into the times (``_lifts``)."""
+    if price is not None and (restricted or completion is not None
+                              or stop is not None or cut is not None):
+        raise ValueError("price: the relaxed diagram alone, without completion or frontiers")
     layers = instance.layers
     room = _room(instance, share)
     if not all(options):
@@ -820,8 +823,9 @@ def _merge(used: np.ndarray, finish: np.ndarray, key: np.ndarray, parent: np.nda
                             return_inverse=True)
     firsts = np.searchsorted(pairs // parents, np.arange(len(starts)))
     rows = pairs % parents
-    done = {p: np.minimum.reduceat(a[rows], firsts, axis=0) for p, a in inherited.items()}
-    if lift is not None and inherited:
+    if lift is None:
+        done = {p: np.minimum.reduceat(a[rows], firsts, axis=0) for p, a in inherited.items()}
+    else:
         least = np.full(len(pairs), np.iinfo(np.int64).max)
         np.minimum.at(least, pair, lift[order])
         done = {p: np.minimum.reduceat(a[rows] + least[:, None], firsts, axis=0)
