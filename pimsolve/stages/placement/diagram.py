@@ -819,13 +819,14 @@ def _merge(used: np.ndarray, finish: np.ndarray, key: np.ndarray, parent: np.nda
     order, starts = _groups(used, key, nodes)
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
     parents = max((len(a) for a in inherited.values()), default=1)
-    pairs, pair = np.unique(group * parents + parent[order],  # by group, then parent
-                            return_inverse=True)
+    codes = group * parents + parent[order]  # by group, then parent
+    pairs = np.unique(codes)
     firsts = np.searchsorted(pairs // parents, np.arange(len(starts)))
     rows = pairs % parents
     if lift is None:
         done = {p: np.minimum.reduceat(a[rows], firsts, axis=0) for p, a in inherited.items()}
     else:
+        pair = np.searchsorted(pairs, codes)
         least = np.full(len(pairs), np.iinfo(np.int64).max)
         np.minimum.at(least, pair, lift[order])
         done = {p: np.minimum.reduceat(a[rows] + least[:, None], firsts, axis=0)
@@ -929,8 +930,8 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
                 if found is not None and found[0] < picks_ns:
                     picks_ns, picks = found
                 target = min(upper, picks_ns)
-            best = max(best, _priced(instance, options, nodes, picks, target, deadline, clock,
-                                     priced))
+            best = max(best, _priced(instance, options, nodes, primal, picks, target,
+                                     deadline, clock, priced))
             break
         if (tried is None and (last or cells >= MEET_CELLS) and best < target
                 and bound.front is not None):
@@ -972,17 +973,15 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
 
 
 def _priced(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],
-            picks: Picks, target: float, deadline: float, clock: Clock,
-            cost: float) -> float:
+            picked_from: list[list[_Option]], picks: Picks, target: float, deadline: float,
+            clock: Clock, cost: float) -> float:
     """The best bound (ns; 0 if none ran) of the priced diagrams at ``nodes``, the resource
-    ``picks`` fills the larger share of priced at each of ``PRICE_SHARES`` of ``target``
-    (ns) for all its room, in turn while the time left holds ``cost`` (what one takes)."""
+    ``picks`` (options of ``picked_from``) fills the larger share of priced at each of
+    ``PRICE_SHARES`` of ``target`` (ns) for all its room, in turn while the time left holds
+    ``cost`` (what one takes)."""
     room = _room(instance)
-    used = np.zeros(2)
-    for li, (ui, ri) in enumerate(picks):
-        u = instance.layers[li].choices[ui]
-        used += (instance.layers[li].replications[ri] * u.ags * u.crossbars_per_ag,
-                 option_memory(instance, li, ui, ri)[0])
+    used = np.sum([(o.crossbars, o.memory) for opts, pick in zip(picked_from, picks, strict=True)
+                   for o in opts if (o.choice, o.replication) == pick], axis=0)
     memory = room[1] > 0 and used[1] / room[1] > used[0] / room[0]
     best = 0.0
     for share in PRICE_SHARES:
