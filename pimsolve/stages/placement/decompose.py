@@ -143,6 +143,24 @@ chips also where its greedy placement, polished, is more than this above the set
 none found)."""
 PACK_LL = 0.5
 """LL: of the time left after the diagram, what packing its option set may take."""
+WIDE_NODES = (64, 256, 1024, 4096)
+"""LL latency, where the diagram starved (``LeastFloor.starved``: the 224x224 rows, whose
+early layers keep ``diagram.MIN_NODES`` = 16 nodes at every budget the time holds): the
+nodes a layer keeps, at the least, in the restricted diagrams run after it, in turn, at the
+room share that placed, each set placed. Their floors fall with the nodes, though not
+always (placed, in us, work-s in brackets; at 16 the diagram's own set):
+
+| row | 16 | 64 | 256 | 1024 |
+|---|---|---|---|---|
+| resnet34/ISAAC (1.0) | 3095.2 (0.7) | 3054.4 (2.9) | 3025.1 (3.8) | 2995.9 (5.0) |
+| googlenet/ISAAC (0.9) | 1037.7 (0.5) | 1028.0 (1.4) | none (4.3) | 926.2 (10.8) |
+| resnet34/Arch-C (1.0) | 4612.7 (0.2) | none (0.9) | 4628.4 (1.4) | 4379.0 (2.1) |
+| googlenet/Arch-C (0.9) | 2182.6 (0.2) | 2113.8 (0.7) | 1993.7 (1.7) | 1969.8 (4.5) |
+
+and googlenet/ISAAC 905.4 at 512 nodes (6.8 work-s)."""
+WIDE_NEXT = 2.0
+"""The next of those runs only while the time left is at least this many times what the
+last took (each took 1.2 to 4.1 times the one before in the table above)."""
 MASTER_PARAMS = "linearization_level:2 use_implied_bounds:false cp_model_presolve:false"
 """CP-SAT parameters of the HT master (unless the user's set the same field): its z are
 one-hot per layer and every bound is a sum over them, so the full LP relaxation proves the
@@ -656,8 +674,10 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
                 stats["room_share"] = share
                 break
     placed = _polished(instance, placed, known, stats, seconds, clock)
-    if found.picks and (not greedy_fits or instance.chips > 1 and placed[0] > _floor_units(
-            instance, found.picks) * (1 + PACK_ABOVE)):
+    floor = _floor_units(instance, found.picks) if found.picks else math.inf
+    # a placement is no better than its set's floor: nothing to pack where that is behind
+    if (floor < (math.inf if placed is None else placed[0])
+            and (not greedy_fits or instance.chips > 1 and placed[0] > floor * (1 + PACK_ABOVE))):
         t = clock.now()
         packed = _packed(instance, "latency", found.picks, known,
                          min(PACK_LL * max(0.0, clock.left()), PACK_S), options, clock)
@@ -665,7 +685,38 @@ def _least_floor(instance: PlacementInstance, upper: float | None,
         packed = _polished(instance, packed, known, stats, seconds, clock)
         if packed is not None and (placed is None or packed[0] < placed[0]):
             placed = packed
+    if found.starved and placed is not None:
+        placed = _wider(instance, placed, stats.get("room_share", 1.0), known, stats, seconds,
+                        clock)
     return ticks, placed
+
+
+def _wider(instance: PlacementInstance, placed: tuple[float, list[LayerCounts]],
+           share: float, known: dict[Picks, list[LayerCounts]], stats: dict[str, float],
+           seconds: float, clock: Clock) -> tuple[float, list[LayerCounts]]:
+    """LL latency, where the diagram starved: the option sets of restricted diagrams
+    keeping ``WIDE_NODES`` a layer in turn (``share`` of the room), placed (``_placed``), until
+    ``clock``'s limit; the best placement, polished, where it beats ``placed`` (model
+    units)."""
+    began = clock.now()
+    best, spent = placed, 0.0
+    for least in WIDE_NODES:
+        if spent and WIDE_NEXT * spent > clock.left():
+            break
+        t = clock.now()
+        found = floor_options(instance, ROOM_CELLS, deadline=clock.limit, share=share,
+                              counted=PRIMAL_COUNTED, clock=clock, least=least)
+        spent = clock.now() - t
+        if found is None or found[1] in known:  # out of time, or nothing new
+            continue
+        if found[0] * objective_scale("latency") >= best[0]:  # no placement beats its floor
+            continue
+        now = _placed(instance, "latency", found[1], known, clock)
+        if now is not None and now[0] < best[0]:
+            best = now
+            stats["wide_nodes"] = float(least)
+    stats["wide_s"] = clock.now() - began
+    return best if best is placed else _polished(instance, best, known, stats, seconds, clock)
 
 
 def _floor_units(instance: PlacementInstance, picks: Picks) -> float:

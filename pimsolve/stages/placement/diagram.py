@@ -96,7 +96,7 @@ BACKWARD_FITS = 0.7
 charges over ``_backward_cells``: 0.48 to 0.69 on vgg8-28/PUMA and the resnet18-28 rows, at
 4 and 8 M cells, to the first layer or ``_meet_cut``): ``diagram_bound`` runs it where the
 time left holds that."""
-PRICE_SHARES = (0.4, 0.55, 0.3)
+PRICE_SHARES = (0.4,)
 """Where the next budget would still keep ``MIN_NODES`` on some layer (the 224x224 rows:
 the early layers' 3,136 to 12,544 windows and 100 to 400 options a layer), ``diagram_bound``
 ends at this budget with its diagram again, the resource its restricted diagram's option
@@ -109,7 +109,10 @@ googlenet/Arch-C 476.8 -> 737.4 and 704.9, resnet34/Arch-C 1996.3 -> 2218.7 and 
 googlenet/PUMA 457.7 -> 709.1 and 584.3, resnet34/PUMA 3410.2 -> 4006.4 and 3840.9; at 0.3
 and 0.5: googlenet/Arch-C 714.1 and 726.6 (memory), resnet34/Arch-C 2078.2 and 2263.0
 (crossbars). In the plain diagram's groups, as kept: resnet34/ISAAC 1772.4 us at 0.4,
-googlenet/ISAAC 310.5."""
+googlenet/ISAAC 310.5. Until session 48 also 0.55 and 0.3 after it, which ran on the Arch-C
+rows alone (10 s) and lifted their bounds by 0.5% and 0.9% (googlenet 757.5 -> 761.3 us,
+resnet34 2280.3 -> 2301.9) for 2.4 and 1.5 work-s, which now go to
+``decompose.WIDE_NODES``' option sets."""
 PRICE_COST = 1.0
 """A priced diagram's work in multiples of the plain one's at the same budget (the same
 groups: 1.93 against 1.93 work-s on resnet34/ISAAC LL at 0.5 M cells, 1.63 against 1.65 on
@@ -226,28 +229,30 @@ def floor_bound(instance: PlacementInstance, cells: int, *, upper: float = math.
 
 def floor_options(instance: PlacementInstance, cells: int, *,
                   deadline: float | None = None, share: float = 1.0, counted: bool = True,
-                  clock: Clock | None = None) -> tuple[float, Picks] | None:
+                  clock: Clock | None = None, least: int | None = None,
+                  ) -> tuple[float, Picks] | None:
     """An option set that fits (in ``share`` of the crossbars and of the local memory) and
     its ``floor_latency`` (ns), from the restricted diagram: of each group of children
     ``floor_bound`` would merge, only the one that finishes first goes on. None if
     ``clock`` (a new wall clock if None) passed ``deadline`` first or no option set fits.
     Without ``counted`` the diagram ranks the sets by the floors without ``home_floor``'s
     count (``PRIMAL_COUNTED``); the floor returned is the set's ``floor_latency`` all the
-    same."""
+    same. ``least``: the nodes a layer keeps whatever ``cells`` (``_nodes``; ``MIN_NODES``
+    if None)."""
     return _restricted(instance, _layer_options(instance, counted), cells, deadline, share,
-                       counted, clock or Clock())
+                       counted, clock or Clock(), least=least)
 
 
 def _restricted(instance: PlacementInstance, options: list[list[_Option]], cells: int,
                 deadline: float | None, share: float, counted: bool, clock: Clock,
                 completion: dict[int, _Completion] | None = None, upper: float = math.inf,
-                ) -> tuple[float, Picks] | None:
+                least: int | None = None) -> tuple[float, Picks] | None:
     """``floor_options`` on ``options`` (ranked ``counted`` or not): the option set and its
     ``floor_latency``; None if the deadline passed or no set fits. With ``completion``,
     guided by it, without the prefixes whose bound is no less than ``upper`` (ns); the set's
     floor may still be above ``upper``."""
-    found = _diagram(instance, options, _nodes(instance, options, cells), upper, deadline,
-                     restricted=True, share=share, clock=clock, completion=completion)
+    found = _diagram(instance, options, _nodes(instance, options, cells, least), upper,
+                     deadline, restricted=True, share=share, clock=clock, completion=completion)
     if found is None or found[1] is None:
         return None
     picks = found[1]
@@ -779,16 +784,18 @@ def _layer_options(instance: PlacementInstance, counted: bool = True) -> list[li
     return [_options(instance, li, counted) for li in range(len(instance.layers))]
 
 
-def _nodes(instance: PlacementInstance, options: list[list[_Option]], cells: int) -> list[int]:
+def _nodes(instance: PlacementInstance, options: list[list[_Option]], cells: int,
+           least: int | None = None) -> list[int]:
     """How many nodes each layer keeps: as many as ``cells`` window times hold, counting a
     node's own windows and its children in the next layer (options times windows), but no
-    fewer than ``MIN_NODES`` and no more than ``MAX_CELLS`` hold."""
+    fewer than ``least`` (``MIN_NODES`` if None) and no more than ``MAX_CELLS`` hold."""
+    least = MIN_NODES if least is None else least
     layers = instance.layers
     out = []
     for li, layer in enumerate(layers):
         per_node = max(1, layer.windows, len(options[li + 1]) * layers[li + 1].windows
                        if li + 1 < len(layers) else 0)
-        out.append(max(1, min(max(MIN_NODES, cells // per_node), MAX_CELLS // per_node)))
+        out.append(max(1, min(max(least, cells // per_node), MAX_CELLS // per_node)))
     return out
 
 
@@ -860,6 +867,10 @@ class LeastFloor:
     """The restricted diagram's option set (None if it did not finish)."""
     picks_ns: float
     """Its ``floor_latency`` (inf without one)."""
+    starved: bool = False
+    """Whether it stopped where the next budget would still keep ``MIN_NODES`` on some
+    layer: more cells buy no nodes there, only more nodes a layer (``floor_options``'
+    ``least``) would."""
 
 
 def diagram_bound(instance: PlacementInstance, seconds: float, *,
@@ -887,7 +898,7 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     primal = options if PRIMAL_COUNTED else _layer_options(instance, counted=False)
     cut = _meet_cut(instance)
     best, largest, runs = 0.0, 0, 0
-    picks, picks_ns = None, math.inf
+    picks, picks_ns, starved = None, math.inf, False
     before: list[int] = []
     tried: tuple | None = None  # the backward diagram's budget and cuts, once planned
     back = None  # its nodes at ``cut``, to meet each later forward diagram
@@ -920,8 +931,8 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         again = not final and BUDGETS[i + 1] <= PRIMAL_CELLS or picks is None
         spent = now - (t if again else f)
         last = NEXT_COST[1] * spent > deadline - now or final
-        starving = not final and min(_nodes(instance, options, BUDGETS[i + 1])) <= MIN_NODES
-        if starving and PRICE_SHARES and picks is not None and best < target:
+        starved = not final and min(_nodes(instance, options, BUDGETS[i + 1])) <= MIN_NODES
+        if starved and PRICE_SHARES and picks is not None and best < target:
             priced = PRICE_COST * (now - f)  # what a priced diagram at this budget takes
             if (BUDGETS[i + 1] <= PRIMAL_CELLS
                     and NEXT_COST[0] * (f - t) + priced <= deadline - now):
@@ -969,7 +980,7 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
         now = clock.now()
         if best >= target or NEXT_COST[0] * spent > deadline - now:
             break
-    return LeastFloor(best, largest, picks, picks_ns)
+    return LeastFloor(best, largest, picks, picks_ns, starved)
 
 
 def _priced(instance: PlacementInstance, options: list[list[_Option]], nodes: list[int],

@@ -20,7 +20,7 @@ from pimsolve.solve.clock import Clock
 from pimsolve.solve.model import solve_model
 from pimsolve.solve.options import SolveOptions
 from pimsolve.solve.result import Status
-from pimsolve.stages.placement import decompose
+from pimsolve.stages.placement import decompose, diagram
 from pimsolve.stages.placement.baselines import (
     BASELINES,
     check_counts,
@@ -45,6 +45,8 @@ from pimsolve.stages.placement.formulation import (
 )
 from pimsolve.stages.placement.instance import build_instance
 from tests.stages.placement.test_baselines import sync_tiny, vgg8
+from tests.stages.placement.test_diagram import case as diagram_case
+from tests.stages.placement.test_diagram import least_floor
 from tests.stages.placement.test_formulation import (
     CASES,
     SYNC_HT,
@@ -595,6 +597,32 @@ def test_ll_sets_whose_floor_meets_the_incumbent_are_settled_unsolved(monkeypatc
         assert value == math.ceil(decompose._floor_units(inst, picks) - 1e-9)
         assert value >= result.objective and picks not in built
     assert check_counts(inst, counts) is None and result.bound <= result.objective
+
+
+@pytest.mark.parametrize("budgets", [(1, 2), (1, 10**9)])
+def test_a_starved_diagram_widens_its_option_sets(monkeypatch, budgets) -> None:
+    """LL: where the diagram starves (at one node a layer the next budget would still keep
+    one on some layer: 2 cells), the restricted diagrams of ``WIDE_NODES`` run after it and
+    their sets are placed: with every child kept, the vgg8 chain's least-floor set, placed
+    at 1030.0 us against the one-node diagram's set at 1057.6. Where the next budget keeps
+    every child (10^9 cells) nothing widens."""
+    inst = diagram_case("vgg8")
+    scale = TICKS_PER_NS  # the model's latency units
+    monkeypatch.setattr(diagram, "BUDGETS", budgets)
+    monkeypatch.setattr(diagram, "MIN_NODES", 1)
+    found = {}
+    for wide in ((), (10**6,)):
+        monkeypatch.setattr(decompose, "WIDE_NODES", wide)
+        stats: dict[str, float] = {}
+        _, found[wide] = decompose._least_floor(inst, None, {}, stats, 30.0,
+                                                Clock.named("work", 60))
+        assert check_counts(inst, found[wide][1]) is None
+    (plain, _), (widened, _) = found[()], found[(10**6,)]
+    if budgets[1] == 2:
+        assert least_floor("vgg8") * scale <= widened < plain
+        assert stats["wide_nodes"] == 10**6
+    else:
+        assert widened == plain and "wide_s" not in stats
 
 
 def test_ht_seeds_are_gathered_where_the_global_memory_binds() -> None:

@@ -212,15 +212,15 @@ def test_pricing_the_room_lifts_the_merged_vgg8_chain():
     assert plain + 5e3 < priced <= least + 1e-6
 
 
-@pytest.mark.parametrize("budgets, priced, plain", [((1, 2), 3, 1), ((1, 10**9), 0, 2)])
+@pytest.mark.parametrize("budgets, starved, plain", [((1, 2), True, 1), ((1, 10**9), False, 2)])
 def test_diagram_bound_prices_the_room_where_the_next_budget_keeps_too_few_nodes(
-        budgets, priced, plain):
+        budgets, starved, plain):
     """On the vgg8 chain at one node a layer: where the next budget would still keep one
-    node on some layer (2 cells), this budget is the last: after its plain diagram, the
-    diagram at it again, priced at each of ``PRICE_SHARES`` (crossbars: memory is unlimited
-    here), the best bound kept; where the next budget keeps every child (10^9 cells), no
-    prices and both budgets' plain diagrams. Fails with the condition dropped (prices at
-    10^9 cells too)."""
+    node on some layer (2 cells), this budget is the last, and starved: after its plain
+    diagram, the diagram at it again, priced at each of ``PRICE_SHARES`` (crossbars: memory
+    is unlimited here), the best bound kept; where the next budget keeps every child (10^9
+    cells), no prices and both budgets' plain diagrams. Fails with the condition dropped
+    (prices at 10^9 cells too)."""
     inst, prices, plains = case("vgg8"), [], []
     forward = diagram._diagram
 
@@ -237,9 +237,10 @@ def test_diagram_bound_prices_the_room_where_the_next_budget_keeps_too_few_nodes
           mock.patch.object(diagram, "MEET_CELLS", 10**12),
           mock.patch.object(diagram, "_diagram", spy)):
         found = diagram_bound(inst, 60.0)
-    assert len(prices) == priced and len(plains) == plain
+    assert found.starved == starved
+    assert len(prices) == (len(diagram.PRICE_SHARES) if starved else 0) and len(plains) == plain
     assert all(memory == 0 and crossbars > 0 for (crossbars, memory), _ in prices)
-    if priced:
+    if starved:
         assert found.bound_ns == pytest.approx(max(*plains, *(ns for _, ns in prices)))
 
 
