@@ -41,7 +41,10 @@ to 12 s of wall a deterministic second; at 2.5, vgg8-28/PUMA LL took 29 s for a 
 the LL masters, 1.5 to 5.3 s, pay 'dtime'), a constraint term built or handed to CP-SAT
 ('term'; 5 to 20 us), a window time a decision diagram computes ('cell'; 7.2 s for 202 M),
 one the restricted diagram computes, which merges no nodes ('restricted_cell'; 16 to 24 ns on
-the 28x28 and 224x224 LL instances, 1 M to 39 M cells), a window time a child's completion
+the 28x28 and 224x224 LL instances, 1 M to 39 M cells; since session 48, whose step takes
+three passes over the window times where it took ten, 21 to 34 ns at 28x28 and 8 to 22 ns at
+224x224, 25 M to 256 M cells, and the relaxed diagram 10 to 25% less wall: the prices are
+kept, so that runs on the work clock stay as they were), a window time a child's completion
 bound adds to it ('completion_cell', ``diagram._completed``, and the running minima it reads;
 2.5 to 5.4 ns on resnet18-28/ISAAC and Arch-C and resnet34/ISAAC LL, 0.1 to 0.6 G cells), a
 window a pipeline evaluation goes through ('window'; 0.5 to 0.85 us), a (layer, core) pair a

@@ -40,7 +40,6 @@ from pimsolve.stages.placement.evaluate import (
     floor_whole,
     period_ns,
     replica_bounds,
-    replica_done,
 )
 from pimsolve.stages.placement.formulation import option_memory
 from pimsolve.stages.placement.instance import PlacementInstance
@@ -151,6 +150,28 @@ class _Option:
     span: int = 0
     """``evaluate.floor_span`` in ticks: the layer finishes no earlier than its first
     window's ready time plus this."""
+
+    def __post_init__(self) -> None:
+        kw = (self.k * self.w).astype(np.int64)
+        object.__setattr__(self, "_kw", kw)
+        object.__setattr__(self, "_kw1", kw + self.w)
+        object.__setattr__(self, "_lasts", np.flatnonzero(
+            np.append(self.replica[1:] != self.replica[:-1], True)))
+
+    def done(self, ready: np.ndarray, spread: int) -> np.ndarray:
+        """``evaluate.replica_done`` on every row of ``ready`` (int64), whose values lie
+        within ``spread`` of each other, in three passes over it: with replica j offset by
+        j (spread + 1), its first window (k = 0) is above every earlier replica's, so the
+        running max starts afresh at each replica."""
+        offset = self.replica * (spread + 1)
+        x = ready + (offset - self._kw)
+        np.maximum.accumulate(x, axis=-1, out=x)
+        x += self._kw1 - offset
+        return x
+
+    def last(self, done: np.ndarray) -> np.ndarray:
+        """The latest of each row of ``done`` (``done``'s): every replica's last window."""
+        return done[:, self._lasts].max(axis=1)
 
 
 def _options(instance: PlacementInstance, li: int, counted: bool = True) -> list[_Option]:
@@ -306,6 +327,8 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     done: dict[int, np.ndarray] = {}
     for li, layer in enumerate(layers):
         ready = _ready(instance, li, done, len(finish), dtype)
+        spread = int(ready.max()) - int(ready.min())
+        kept = last_read.get(li, -1) > li  # its done times, for a later layer
         kids = []
         for oi, o in enumerate(options[li]):
             if deadline is not None and clock.now() > deadline:
@@ -315,18 +338,21 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
             clock.charge(fits.size * layer.windows, "restricted_cell" if restricted else "cell")
             if fits.size:
                 lift = int(lifts[li][oi])  # 0 unpriced
-                times = replica_done(ready[fits], o.k, o.w, o.replica).astype(dtype) + lift
-                end = np.maximum(finish[fits] + lift, times.max(axis=1, initial=0))
+                times = o.done(ready if fits.size == len(ready) else ready[fits], spread)
+                if lift:
+                    times += lift
+                end = np.maximum(finish[fits] + lift, o.last(times)).astype(dtype)
                 if o.span:  # F_l >= ready(0) + its span
                     end = np.maximum(end, ready[fits, 0] + o.span + lift)
-                key = end if by == "finish" else times[:, layer.windows // 2]
+                key = end if by == "finish" else times[:, layer.windows // 2].astype(dtype)
+                times = times.astype(dtype) if kept else None
                 kids.append((used[fits], end, fits, times, np.full(fits.size, oi), key,
                              np.full(fits.size, lift), lifted[fits] + lift))
         if not kids:
             return _Found(upper, None)
         used, end, parent, option, key, lift, lifted = (np.concatenate([k[i] for k in kids])
                                                         for i in (0, 1, 2, 4, 5, 6, 7))
-        made = np.concatenate([k[3] for k in kids]) if last_read.get(li, -1) > li else None
+        made = np.concatenate([k[3] for k in kids]) if kept else None
         inherited = {p: a for p, a in done.items() if last_read[p] > li}
         del kids, ready
         rank = end  # restricted: each group's child of the least rank goes on

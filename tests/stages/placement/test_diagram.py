@@ -11,6 +11,7 @@ import itertools
 import math
 from unittest import mock
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -32,7 +33,12 @@ from pimsolve.stages.placement.diagram import (
     meet_bound,
     pruned_bound,
 )
-from pimsolve.stages.placement.evaluate import floor_latency, predict
+from pimsolve.stages.placement.evaluate import (
+    floor_latency,
+    predict,
+    replica_bounds,
+    replica_done,
+)
 from pimsolve.stages.placement.formulation import objective_scale
 from pimsolve.stages.placement.instance import build_instance
 from tests.simulate.test_functional import _model
@@ -694,3 +700,25 @@ def test_decomposition_places_the_diagram_option_set_with_sync_communication():
     value, counts = placed
     assert decompose.picks_of(inst, counts) == found.picks
     assert value >= predict(inst, counts).latency_ns * objective_scale("latency")
+
+
+@settings(max_examples=60, deadline=None)
+@given(windows=st.integers(1, 40), replication=st.integers(1, 12), rows=st.integers(1, 4),
+       periods=st.lists(st.integers(0, 50), min_size=1, max_size=12),
+       data=st.data())
+def test_an_options_done_times_are_replica_done(windows, replication, rows, periods, data):
+    """``_Option.done``, the diagram's three-pass step with the replicas' offsets fixed by
+    the spread of the ready times, is ``evaluate.replica_done`` exactly, and ``last`` each
+    row's latest done time (a replica's windows finish in order)."""
+    replication = min(replication, windows)
+    bounds = replica_bounds(windows, replication)
+    replica = np.repeat(np.arange(replication), np.diff(bounds))
+    k = np.arange(windows) - bounds[replica]
+    w = np.array([periods[j % len(periods)] for j in range(replication)])[replica]
+    ready = np.array(data.draw(st.lists(st.lists(st.integers(0, 10**6), min_size=windows,
+                                                 max_size=windows),
+                                        min_size=rows, max_size=rows)), dtype=np.int32)
+    option = diagram._Option(0, 0, 0, 0, k, w, replica)
+    done = option.done(ready, int(ready.max()) - int(ready.min()))
+    assert np.array_equal(done, replica_done(ready.astype(np.int64), k, w, replica))
+    assert np.array_equal(option.last(done), done.max(axis=1))
