@@ -722,3 +722,24 @@ def test_an_options_done_times_are_replica_done(windows, replication, rows, peri
     done = option.done(ready, int(ready.max()) - int(ready.min()))
     assert np.array_equal(done, replica_done(ready.astype(np.int64), k, w, replica))
     assert np.array_equal(option.last(done), done.max(axis=1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), windows=st.integers(1, 6), groups=st.integers(1, 8),
+       rank_most=st.sampled_from([0, 2, 128]), lifted=st.booleans())
+def test_least_rows_is_reduceat(data, windows, groups, rank_most, lifted):
+    """``_least_rows``, rank by rank or a group at a time, is ``np.minimum.reduceat`` of the
+    gathered rows (each plus its lift) along the first axis."""
+    sizes = data.draw(st.lists(st.integers(1, 5), min_size=groups, max_size=groups))
+    starts = np.cumsum([0, *sizes[:-1]])
+    a = np.array(data.draw(st.lists(st.lists(st.integers(-10**6, 10**6), min_size=windows,
+                                             max_size=windows), min_size=1, max_size=9)),
+                 dtype=np.int32)
+    rows = np.array(data.draw(st.lists(st.integers(0, len(a) - 1), min_size=sum(sizes),
+                                       max_size=sum(sizes))))
+    lift = np.array(data.draw(st.lists(st.integers(0, 10**6), min_size=len(rows),
+                                       max_size=len(rows)))) if lifted else None
+    gathered = a[rows] if lift is None else a[rows] + lift[:, None]
+    with mock.patch.object(diagram, "RANK_MOST", rank_most):
+        least = diagram._least_rows(a, rows, starts, lift)
+    assert np.array_equal(least, np.minimum.reduceat(gathered, starts, axis=0))
