@@ -8,19 +8,19 @@ line up, window by window.
 
 The diagram takes the layers in order (producers first). A node stands for a set of option
 prefixes and holds the least crossbars and memory any of them uses, the least latest layer
-finish, and, window by window, the least done time of every layer a later layer still
-reads. A layer's options turn each node into children (one pipeline step,
-``evaluate.replica_done``, for all nodes at once); children that leave no room for the
-layers after them are dropped, the rest are merged into groups of neighbouring crossbar
-counts (as many as a budget of ``cells`` window times allows), each keeping the least of
-every value, and merged nodes that finish no earlier than ``upper`` are dropped. A window
-is done no earlier when its producers' windows are done later or its period is longer (the
-pipeline is monotone), so a merged node is below every prefix it stands for and the least
-finish at the end is below every option set's floor. With no merging (a budget above every
-layer's children) it is the exact least floor. ``meet_bound`` merges over fewer layers: a
-forward diagram to a cut and a backward one from the last layer (each window's longest path
-to the end), met over the pairs of nodes that fit together. Written up in
-``formulations/placement.md``.
+finish, and, window by window, the least done time of every layer a later layer still reads.
+A layer's options turn each node into children (one pipeline step,
+``evaluate.replica_done``'s, as ``_Option.done``, for all nodes at once); children that
+leave no room for the layers after them are dropped, the rest are merged into groups of
+neighbouring crossbar counts (as many as a budget of ``cells`` window times allows), each
+keeping the least of every value, and merged nodes that finish no earlier than ``upper`` are
+dropped. A window is done no earlier when its producers' windows are done later or its
+period is longer (the pipeline is monotone), so a merged node is below every prefix it
+stands for and the least finish at the end is below every option set's floor. With no
+merging (a budget above every layer's children) it is the exact least floor. ``meet_bound``
+merges over fewer layers: a forward diagram to a cut and a backward one from the last layer
+(each window's longest path to the end), met over the pairs of nodes that fit together.
+Written up in ``formulations/placement.md``.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -154,12 +155,15 @@ class _Option:
     """``evaluate.floor_span`` in ticks: the layer finishes no earlier than its first
     window's ready time plus this."""
 
-    def __post_init__(self) -> None:
-        kw = (self.k * self.w).astype(np.int64)
-        object.__setattr__(self, "_kw", kw)
-        object.__setattr__(self, "_kw1", kw + self.w)
-        object.__setattr__(self, "_lasts", np.flatnonzero(
-            np.append(self.replica[1:] != self.replica[:-1], True)))
+    @cached_property
+    def _kw(self) -> np.ndarray:
+        """k w per window (int64): what the window's place in its replica adds."""
+        return (self.k * self.w).astype(np.int64)
+
+    @cached_property
+    def _lasts(self) -> np.ndarray:
+        """Each replica's last window."""
+        return np.flatnonzero(np.append(self.replica[1:] != self.replica[:-1], True))
 
     def done(self, ready: np.ndarray, spread: int) -> np.ndarray:
         """``evaluate.replica_done`` on every row of ``ready`` (int64), whose values lie
@@ -169,11 +173,12 @@ class _Option:
         offset = self.replica * (spread + 1)
         x = ready + (offset - self._kw)
         np.maximum.accumulate(x, axis=-1, out=x)
-        x += self._kw1 - offset
+        x += self._kw + self.w - offset
         return x
 
     def last(self, done: np.ndarray) -> np.ndarray:
-        """The latest of each row of ``done`` (``done``'s): every replica's last window."""
+        """Each row's latest done time (of ``done``'s): the latest of its replicas' last
+        windows, since a replica's windows finish in order."""
         return done[:, self._lasts].max(axis=1)
 
 
@@ -876,8 +881,9 @@ def _least_rows(a: np.ndarray, rows: np.ndarray, starts: np.ndarray,
                 lift: np.ndarray | None = None) -> np.ndarray:
     """Per group of ``rows`` (group i from ``starts[i]`` to the next start, none empty),
     the least of those rows of ``a`` (each plus its ``lift``), window by window:
-    ``np.minimum.reduceat`` of ``a[rows]`` along the first axis, which that takes 3 to 10
-    times as long (2,000 to 131,000 rows of 49 to 3,136 windows, in 98 to 83,000 groups).
+    ``np.minimum.reduceat`` of ``a[rows]`` along the first axis, which takes 3 to 10 times
+    as long on the diagram's shapes (2,000 to 131,000 rows of 49 to 3,136 windows, in 98 to
+    83,000 groups).
     Small groups (at most ``RANK_MOST`` rows) go rank by rank: every group's first row, then
     the second row of those that have one, and so on; larger ones a group at a time."""
     def picked(index: np.ndarray) -> np.ndarray:
@@ -941,11 +947,11 @@ def diagram_bound(instance: PlacementInstance, seconds: float, *,
     options (``meet_bound``), and kept at ``_meet_cut`` to meet each later forward diagram;
     with ``PRUNE`` its nodes at every cut it passed then guide the restricted diagram and
     prune the forward one (``_completed``), at that budget again and at every later one.
-    Where the next budget would still keep ``MIN_NODES`` on some layer, the last budget:
-    the next one's restricted diagram if it is within ``PRIMAL_CELLS`` and the time holds
-    it and a priced diagram, then the priced diagrams at this one while the time holds
-    them (``_priced``, ``PRICE_SHARES``), and no meeting (the backward diagram does not
-    finish there). ``seconds`` of ``clock`` (a new wall clock if None)."""
+    Where the next budget would still keep ``MIN_NODES`` on some layer (``starved``), the
+    last budget: the next one's restricted diagram if it is within ``PRIMAL_CELLS`` and
+    the time holds it and a priced diagram, then the priced diagrams at this one while the
+    time holds them (``_priced``, ``PRICE_SHARES``), and no meeting (the backward diagram
+    does not finish there). ``seconds`` of ``clock`` (a new wall clock if None)."""
     clock = clock or Clock()
     deadline = clock.now() + seconds
     options = _layer_options(instance)
