@@ -27,6 +27,7 @@ WORK_S = {
     "term": 10e-6,
     "cell": 0.04e-6,
     "restricted_cell": 0.02e-6,
+    "wide_cell": 0.01e-6,
     "completion_cell": 4e-9,
     "window": 0.6e-6,
     "core_layer": 0.5e-6,
@@ -44,7 +45,11 @@ one the restricted diagram computes, which merges no nodes ('restricted_cell'; 1
 the 28x28 and 224x224 LL instances, 1 M to 39 M cells; since session 48, whose step takes
 three passes over the window times where it took ten, 21 to 34 ns at 28x28 and 8 to 22 ns at
 224x224, 25 M to 256 M cells, and the relaxed diagram 10 to 25% less wall: the prices are
-kept, so that runs on the work clock stay as they were), a window time a child's completion
+kept, so that runs on the work clock stay as they were; 17 and 15 ns a cell for the relaxed
+and restricted diagrams cost resnet18-28/ISAAC and PUMA LL their proofs, 0.01% -> 4.8% and
+8.0%), one the restricted diagrams of ``decompose._wider`` compute, which run only at
+224x224, keeping 64 to 1024 nodes a layer ('wide_cell'; 7.3 to 18.7 ns, median 11, on the
+six 224x224 LL rows, 72 M to 256 M cells), a window time a child's completion
 bound adds to it ('completion_cell', ``diagram._completed``, and the running minima it reads;
 2.5 to 5.4 ns on resnet18-28/ISAAC and Arch-C and resnet34/ISAAC LL, 0.1 to 0.6 G cells), a
 window a pipeline evaluation goes through ('window'; 0.5 to 0.85 us), a (layer, core) pair a

@@ -705,7 +705,8 @@ def _wider(instance: PlacementInstance, placed: tuple[float, list[LayerCounts]],
             break
         t = clock.now()
         found = floor_options(instance, ROOM_CELLS, deadline=clock.limit, share=share,
-                              counted=PRIMAL_COUNTED, clock=clock, least=least)
+                              counted=PRIMAL_COUNTED, clock=clock, least=least,
+                              work="wide_cell")
         spent = clock.now() - t
         if found is None or found[1] in known:  # out of time, or nothing new
             continue

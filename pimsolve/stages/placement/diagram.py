@@ -259,7 +259,7 @@ def floor_bound(instance: PlacementInstance, cells: int, *, upper: float = math.
 def floor_options(instance: PlacementInstance, cells: int, *,
                   deadline: float | None = None, share: float = 1.0, counted: bool = True,
                   clock: Clock | None = None, least: int | None = None,
-                  ) -> tuple[float, Picks] | None:
+                  work: str = "restricted_cell") -> tuple[float, Picks] | None:
     """An option set that fits (in ``share`` of the crossbars and of the local memory) and
     its ``floor_latency`` (ns), from the restricted diagram: of each group of children
     ``floor_bound`` would merge, only the one that finishes first goes on. None if
@@ -267,21 +267,23 @@ def floor_options(instance: PlacementInstance, cells: int, *,
     Without ``counted`` the diagram ranks the sets by the floors without ``home_floor``'s
     count (``PRIMAL_COUNTED``); the floor returned is the set's ``floor_latency`` all the
     same. ``least``: the nodes a layer keeps whatever ``cells`` (``_nodes``; ``MIN_NODES``
-    if None)."""
+    if None). ``work``: the ``clock.WORK_S`` price a window time is charged at."""
     return _restricted(instance, _layer_options(instance, counted), cells, deadline, share,
-                       counted, clock or Clock(), least=least)
+                       counted, clock or Clock(), least=least, work=work)
 
 
 def _restricted(instance: PlacementInstance, options: list[list[_Option]], cells: int,
                 deadline: float | None, share: float, counted: bool, clock: Clock,
                 completion: dict[int, _Completion] | None = None, upper: float = math.inf,
-                least: int | None = None) -> tuple[float, Picks] | None:
+                least: int | None = None, work: str = "restricted_cell",
+                ) -> tuple[float, Picks] | None:
     """``floor_options`` on ``options`` (ranked ``counted`` or not): the option set and its
     ``floor_latency``; None if the deadline passed or no set fits. With ``completion``,
     guided by it, without the prefixes whose bound is no less than ``upper`` (ns); the set's
     floor may still be above ``upper``."""
     found = _diagram(instance, options, _nodes(instance, options, cells, least), upper,
-                     deadline, restricted=True, share=share, clock=clock, completion=completion)
+                     deadline, restricted=True, share=share, clock=clock, completion=completion,
+                     work=work)
     if found is None or found[1] is None:
         return None
     picks = found[1]
@@ -296,7 +298,8 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
              upper: float, deadline: float | None, restricted: bool, clock: Clock,
              by: str = "finish", share: float = 1.0, stop: int | None = None,
              cut: int | None = None, completion: dict[int, _Completion] | None = None,
-             price: tuple[float, float] | None = None) -> _Found | _Frontier | None:
+             price: tuple[float, float] | None = None,
+             work: str | None = None) -> _Found | _Frontier | None:
     """The least finish (ns) over the last layer's nodes (at most ``nodes[l]`` kept after
     layer l), and (restricted) its option set; the option sets use at most ``share`` of
     the crossbars and of the local memory. Times are integer ticks of ``PERIOD_NS``
@@ -312,12 +315,15 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     diagram then orders the rest by crossbars and that bound and keeps each group's child
     of the least bound (where the bound is tight, its option set has the least floor).
     With ``price`` (relaxed, without ``completion``, ``stop`` or ``cut``: ns a crossbar and
-    ns a byte of local memory), the resources are priced into the times (``_lifts``)."""
+    ns a byte of local memory), the resources are priced into the times (``_lifts``).
+    ``work``: the ``clock.WORK_S`` price of a window time ('restricted_cell' or 'cell' if
+    None)."""
     if price is not None and (restricted or completion is not None
                               or stop is not None or cut is not None):
         raise ValueError("price: the relaxed diagram alone, without completion or frontiers")
     layers = instance.layers
     room = _room(instance, share)
+    work = work or ("restricted_cell" if restricted else "cell")
     if not all(options):
         return _Found(upper, None)
     after = np.cumsum([[0, 0], *_least(options)[::-1]], axis=0)[::-1][1:]  # of the layers after
@@ -343,7 +349,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
                 return None
             used = resources + (o.crossbars, o.memory)
             fits = np.flatnonzero((used + after[li] <= room).all(axis=1))
-            clock.charge(fits.size * layer.windows, "restricted_cell" if restricted else "cell")
+            clock.charge(fits.size * layer.windows, work)
             if fits.size:
                 lift = int(lifts[li][oi])  # 0 unpriced
                 times = o.done(ready if fits.size == len(ready) else ready[fits], spread)
