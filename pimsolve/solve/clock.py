@@ -49,16 +49,16 @@ on the work clock stay as they were: 25 and 15 ns a cell for the relaxed and res
 diagrams cost resnet18-28/ISAAC LL its proof, 0.01% -> 4.8%, and 30 and 17 ns cost it and
 resnet18-28/PUMA theirs, 7.0% and 8.0%), one the restricted diagrams of ``decompose._wider``
 compute, which run only at 224x224, keeping 64 to 1024 nodes a layer ('wide_cell'; 7.3 to 18.7
-ns, median 11, on the six 224x224 LL rows, 72 M to 256 M cells), a window time a child's
-completion bound adds to it ('completion_cell', ``diagram._completed``, and the running minima
-it reads; 2.5 to 5.4 ns on resnet18-28/ISAAC and Arch-C and resnet34/ISAAC LL, 0.1 to 0.6 G
-cells), a window a pipeline evaluation goes through ('window'; 0.5 to 0.85 us), a (layer, core)
-pair a valuation of a placement sums ('core_layer'; 0.3 to 2.5 us), a replica one pass of a
-greedy placement places ('replica'; ``baselines.PASS_COST`` times, 20 to 113 us for a pass of
-``level``), what the GA does for an individual besides valuing it ('individual'), and a cell of
-``home_packing``'s knapsack tables ('knapsack'; a step also pays ``home_packing.STEP_CELLS``
-for its numpy calls and LP solve: googlenet/Arch-C 0.40 s, googlenet/ISAAC 0.87 s fitted within
-1%)."""
+ns, median 11, on the six 224x224 LL rows at 16 to 1024 nodes a layer, 28 M to 226 M cells), a
+window time a child's completion bound adds to it ('completion_cell', ``diagram._completed``,
+and the running minima it reads; 2.5 to 5.4 ns on resnet18-28/ISAAC and Arch-C and
+resnet34/ISAAC LL, 0.1 to 0.6 G cells), a window a pipeline evaluation goes through ('window';
+0.5 to 0.85 us), a (layer, core) pair a valuation of a placement sums ('core_layer'; 0.3 to 2.5
+us), a replica one pass of a greedy placement places ('replica'; ``baselines.PASS_COST`` times,
+20 to 113 us for a pass of ``level``), what the GA does for an individual besides valuing it
+('individual'), and a cell of ``home_packing``'s knapsack tables ('knapsack'; a step also pays
+``home_packing.STEP_CELLS`` for its numpy calls and LP solve: googlenet/Arch-C 0.40 s,
+googlenet/ISAAC 0.87 s fitted within 1%)."""
 
 
 @dataclass

@@ -166,10 +166,13 @@ class _Option:
         return np.flatnonzero(np.append(self.replica[1:] != self.replica[:-1], True))
 
     def done(self, ready: np.ndarray, spread: int) -> np.ndarray:
-        """``evaluate.replica_done`` on every row of ``ready`` (int64), whose values lie
-        within ``spread`` of each other, in three passes over it: with replica j offset by
-        j (spread + 1), its first window (k = 0) is above every earlier replica's, so the
-        running max starts afresh at each replica."""
+        """``evaluate.replica_done`` on every row of ``ready`` (integer ticks, whose values
+        lie within ``spread`` of each other), in int64 and three passes over it: with
+        replica j offset by j (spread + 1), its first window (k = 0) is above every earlier
+        replica's, so the running max starts afresh at each replica. ``replica_done`` finds
+        its offset from the range of ready - k w instead, two passes more, and serves the
+        float pipeline of ``evaluate``, whose sums this order of operations could round
+        differently."""
         offset = self.replica * (spread + 1)
         x = ready + (offset - self._kw)
         np.maximum.accumulate(x, axis=-1, out=x)
@@ -177,8 +180,8 @@ class _Option:
         return x
 
     def last(self, done: np.ndarray) -> np.ndarray:
-        """Each row's latest done time (of ``done``'s): the latest of its replicas' last
-        windows, since a replica's windows finish in order."""
+        """Each row's latest time of ``done``'s result ``done``: the latest of its
+        replicas' last windows, since a replica's windows finish in order."""
         return done[:, self._lasts].max(axis=1)
 
 
@@ -342,7 +345,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
     for li, layer in enumerate(layers):
         ready = _ready(instance, li, done, len(finish), dtype)
         spread = int(ready.max()) - int(ready.min())
-        kept = last_read.get(li, -1) > li  # its done times, for a later layer
+        read_later = last_read.get(li, -1) > li  # its done times, for a later layer
         kids = []
         for oi, o in enumerate(options[li]):
             if deadline is not None and clock.now() > deadline:
@@ -359,14 +362,14 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
                 if o.span:  # F_l >= ready(0) + its span
                     end = np.maximum(end, ready[fits, 0] + o.span + lift)
                 key = end if by == "finish" else times[:, layer.windows // 2].astype(dtype)
-                times = times.astype(dtype) if kept else None
+                times = times.astype(dtype) if read_later else None
                 kids.append((used[fits], end, fits, times, np.full(fits.size, oi), key,
                              np.full(fits.size, lift), lifted[fits] + lift))
         if not kids:
             return _Found(upper, None)
         used, end, parent, option, key, lift, lifted = (np.concatenate([k[i] for k in kids])
                                                         for i in (0, 1, 2, 4, 5, 6, 7))
-        made = np.concatenate([k[3] for k in kids]) if kept else None
+        made = np.concatenate([k[3] for k in kids]) if read_later else None
         inherited = {p: a for p, a in done.items() if last_read[p] > li}
         del kids, ready
         rank = end  # restricted: each group's child of the least rank goes on
