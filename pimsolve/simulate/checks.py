@@ -24,6 +24,7 @@ instruction on ``j``'s unit, and instructions of one unit never overlap.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,25 +127,6 @@ def _extent(code: np.ndarray, slots) -> tuple[int, list[int]]:
     return top, np.flatnonzero(negative).tolist()
 
 
-def _least_most(values: np.ndarray) -> tuple[int, int]:
-    """The least and the most of a local range's entries (a list is faster on short ones:
-    most operands are a pixel's few channels)."""
-    if len(values) <= 32:
-        listed = values.tolist()
-        return min(listed), max(listed)
-    return int(values.min()), int(values.max())
-
-
-def _latest_per_unit(deps: list[int], unit: list[int]) -> dict[int, int]:
-    """The latest of ``deps`` on each unit: instruction ``j`` of another unit than the
-    waiting one's is ordered before it when ``j`` is at most that unit's entry."""
-    latest: dict[int, int] = {}
-    for d in deps:
-        if d > latest.get(unit[d], -1):
-            latest[unit[d]] = d
-    return latest
-
-
 def verify(program: Program, target: CrossbarTarget) -> CheckReport:
     """Every check above; ``passed`` is False when any violation is found."""
     out = _Collector(program)
@@ -200,102 +182,192 @@ def _check_windows(program: Program, out: _Collector) -> None:
 
 def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capacity: int,
                 out: _Collector) -> None:
+    """The per-instruction checks of one core, for all its instructions at once; the
+    violations are reported in instruction order, as a scan would find them."""
     code = stream.code
-    n = len(code)
-    if n == 0:
+    if len(code) == 0:
         return
-    unit = units(code)
     slots = program.array_groups
-    rows = code.tolist()
     top, negative = _extent(code, slots)
     for i in negative:
-        for start, length in _touched(rows[i], slots):
+        for start, length in _touched(code[i].tolist(), slots):
             if start < 0 or length < 0:
                 out.add("address", c, i, f"negative local address or length ({start}, {length})")
     if top > capacity:
-        first = next(i for i, row in enumerate(rows)
+        first = next(i for i, row in enumerate(code.tolist())
                      if any(s + ln > capacity for s, ln in _touched(row, slots)))
         out.add("local-memory-capacity", c, first, f"uses local addresses up to {top}, the core "
                 f"has {capacity} elements ({target.core.local_memory.size_kib} KiB)")
-    writer = np.full(max(top, 1), -1, dtype=np.int64)
-    reader = np.full(max(top, 1), -1, dtype=np.int64)
-    programmed: set[int] = set()
-    unit_of = unit.tolist()
-    ptr, flat = stream.dep_ptr.tolist(), stream.deps.tolist()
-    for i, row in enumerate(rows):
-        op, a, b, cc, d, e = row
-        own = unit_of[i]
-        latest = None  # per unit, the latest instruction i waits for (when first needed)
-        if op in (Op.MVM, Op.PROG):
-            if not 0 <= a < len(slots):
-                out.add("address", c, i, f"AG slot {a} does not exist")
-                continue
-            g = slots[a]
-            if g.core != c:
-                out.add("address", c, i, f"AG slot {a} ({g.layer} replica {g.replica} AG "
-                        f"{g.ag}) sits on core {g.core}", g.layer)
-            if op == Op.PROG:
-                programmed.add(a)
-                continue
-            if d < 0 or d + e > g.rows:
-                out.add("address", c, i, f"rows [{d}, {d + e}) outside AG slot {a}'s "
-                        f"{g.rows} rows", g.layer)
-            if not g.preloaded and a not in programmed:
-                out.add("unprogrammed", c, i, f"AG slot {a} ({g.layer} replica {g.replica} AG "
-                        f"{g.ag}) is used before its weights are programmed", g.layer)
-        if op in (Op.LOAD, Op.STORE):
-            gaddr = cc if op == Op.LOAD else b
-            if gaddr < 0 or gaddr + e > program.global_elements:
-                out.add("address", c, i, f"global range [{gaddr}, {gaddr + e}) outside the "
-                        f"program's {program.global_elements} elements")
-        if op in (Op.SEND, Op.RECV) and not 0 <= a < len(program.cores):
-            out.add("address", c, i, f"peer core {a} does not exist")
-        if op == Op.VEC and not 0 <= a < len(VecOp):
-            out.add("address", c, i, f"unknown vector op {a}")
-        if op in (Op.VEC, Op.WRITE) and (a == VecOp.SCALE or op == Op.WRITE) and not \
-                0 <= d < len(program.constants):
-            out.add("address", c, i, f"constant {d} does not exist")
-        reads, writes = _operands(row)
-        if op == Op.MVM:
-            writes = [(b, slots[a].cols)]
-        for start, length in reads:
-            if start < 0 or length <= 0:
-                continue
-            seen = writer[start:start + length]
-            first, final = _least_most(seen)
-            if first < 0:
-                k = start + int(np.flatnonzero(seen < 0)[0])
-                out.add("read-before-write", c, i, f"reads local address {k}, which nothing "
-                        "wrote before")
-                continue
-            for j in [first] if first == final else np.unique(seen).tolist():
-                if unit_of[j] == own:
-                    continue
-                if latest is None:
-                    latest = _latest_per_unit(flat[ptr[i]:ptr[i + 1]], unit_of)
-                if latest.get(unit_of[j], -1) < j:
-                    kind = Op(int(code[j, 0])).name.lower()
-                    out.add("read-before-write", c, i, f"reads what instruction {j} ({kind}) "
-                            "writes without waiting for it")
-                    break
-        for start, length in writes:
-            if start < 0 or length <= 0:
-                continue
-            j = _least_most(reader[start:start + length])[1]
-            if j < 0 or unit_of[j] == own:
-                continue
-            if latest is None:
-                latest = _latest_per_unit(flat[ptr[i]:ptr[i + 1]], unit_of)
-            if latest.get(unit_of[j], -1) < j:
-                out.add("overwrite-live", c, i, f"overwrites local data instruction {j} "
-                        f"({Op(int(code[j, 0])).name.lower()}) reads, without waiting for it")
-        for start, length in reads:
-            if start >= 0 and length > 0:
-                reader[start:start + length] = i
-        for start, length in writes:
-            if start >= 0 and length > 0:
-                writer[start:start + length] = i
-                reader[start:start + length] = -1
+    found = _field_violations(program, c, code)
+    found += _memory_violations(stream, slots)
+    for i, _, kind, message, layer in sorted(found, key=lambda v: v[:2]):
+        out.add(kind, c, i, message(), layer)
+
+
+_Found = list[tuple[int, int, str, Callable[[], str], str | None]]
+"""Violations of one core as (instruction, order within it, kind, message, layer if not the
+instruction's own)."""
+
+
+def _field_violations(program: Program, c: int, code: np.ndarray) -> _Found:
+    """The checks of single fields: AG slots, rows, programming, global addresses, peers,
+    vector ops, constants (orders 0 to 7 within an instruction)."""
+    slots = program.array_groups
+    op, a, b, cc, d, e = (code[:, k] for k in range(6))
+    found: _Found = []
+    on_slot = (op == Op.MVM) | (op == Op.PROG)
+    valid = on_slot & (a >= 0) & (a < len(slots))
+    for i in np.flatnonzero(on_slot & ~valid).tolist():
+        found.append((i, 0, "address", lambda a=int(a[i]): f"AG slot {a} does not exist", None))
+    at = np.where(valid, a, 0)
+    core = np.array([g.core for g in slots] + [c], dtype=np.int64)[at]
+    rows = np.array([g.rows for g in slots] + [0], dtype=np.int64)[at]
+    preloaded = np.array([g.preloaded for g in slots] + [True])[at]
+    for i in np.flatnonzero(valid & (core != c)).tolist():
+        g = slots[int(a[i])]
+        found.append((i, 1, "address", lambda s=int(a[i]), g=g: f"AG slot {s} ({g.layer} "
+                      f"replica {g.replica} AG {g.ag}) sits on core {g.core}", g.layer))
+    mvm = valid & (op == Op.MVM)
+    for i in np.flatnonzero(mvm & ((d < 0) | (d + e > rows))).tolist():
+        found.append((i, 2, "address", lambda s=int(a[i]), lo=int(d[i]), hi=int(d[i] + e[i]):
+                      f"rows [{lo}, {hi}) outside AG slot {s}'s {slots[s].rows} rows",
+                      slots[int(a[i])].layer))
+    first_prog = np.full(len(slots) + 1, len(code), dtype=np.int64)
+    progs = np.flatnonzero(valid & (op == Op.PROG))
+    np.minimum.at(first_prog, at[progs], progs)
+    for i in np.flatnonzero(mvm & ~preloaded & (first_prog[at] > np.arange(len(code)))).tolist():
+        g = slots[int(a[i])]
+        found.append((i, 3, "unprogrammed", lambda s=int(a[i]), g=g: f"AG slot {s} ({g.layer} "
+                      f"replica {g.replica} AG {g.ag}) is used before its weights are "
+                      "programmed", g.layer))
+    gaddr = np.where(op == Op.LOAD, cc, b)
+    out_of_range = (gaddr < 0) | (gaddr + e > program.global_elements)
+    for i in np.flatnonzero(((op == Op.LOAD) | (op == Op.STORE)) & out_of_range).tolist():
+        found.append((i, 4, "address", lambda lo=int(gaddr[i]), hi=int(gaddr[i] + e[i]):
+                      f"global range [{lo}, {hi}) outside the program's "
+                      f"{program.global_elements} elements", None))
+    peer = (op == Op.SEND) | (op == Op.RECV)
+    for i in np.flatnonzero(peer & ((a < 0) | (a >= len(program.cores)))).tolist():
+        found.append((i, 5, "address", lambda a=int(a[i]): f"peer core {a} does not exist", None))
+    vec = op == Op.VEC
+    for i in np.flatnonzero(vec & ((a < 0) | (a >= len(VecOp)))).tolist():
+        found.append((i, 6, "address", lambda a=int(a[i]): f"unknown vector op {a}", None))
+    constant = (vec & (a == VecOp.SCALE)) | (op == Op.WRITE)
+    for i in np.flatnonzero(constant & ((d < 0) | (d >= len(program.constants)))).tolist():
+        found.append((i, 7, "address", lambda d=int(d[i]): f"constant {d} does not exist", None))
+    return found
+
+
+def _memory_violations(stream, slots) -> _Found:
+    """read-before-write and overwrite-live (orders 8 and 9 for the reads, 10 for the write).
+
+    Every range an instruction reads or writes starts and ends on a breakpoint; between two
+    consecutive breakpoints (a segment) all elements have the same history, so the last
+    writer and the readers since are tracked per segment, not per element: the accesses,
+    sorted by (segment, instruction, write after read), give each read its last writer
+    (the latest write before it) and each write the latest reader since that write (the
+    access just before the instruction's own, when it is a read)."""
+    code = stream.code
+    n = len(code)
+    op, a, b, cc, d, e = (code[:, k] for k in range(6))
+    valid_slot = (a >= 0) & (a < len(slots))
+    skipped = ((op == Op.MVM) | (op == Op.PROG)) & ~valid_slot
+    cols = np.array([g.cols for g in slots] + [0], dtype=np.int64)[np.where(valid_slot, a, -1)]
+    parts = (  # (instructions, starts, lengths, order within the instruction), ``_operands``
+        (np.isin(op, (Op.MVM, Op.VEC, Op.COPY, Op.STORE, Op.SEND)), cc, e, 8),
+        ((op == Op.VEC) & ~np.isin(a, tuple(UNARY)), d, e, 9),
+        (np.isin(op, (Op.VEC, Op.COPY, Op.WRITE, Op.LOAD, Op.RECV)), b, e, 10),
+        (op == Op.MVM, b, cols, 10),
+    )
+    ins, start, length, order = [], [], [], []
+    for rows, s, ln, k in parts:
+        idx = np.flatnonzero(rows & ~skipped & (s >= 0) & (ln > 0))
+        ins.append(idx)
+        start.append(s[idx])
+        length.append(ln[idx])
+        order.append(np.full(len(idx), k, dtype=np.int64))
+    ins, start, length, order = map(np.concatenate, (ins, start, length, order))
+    if len(ins) == 0:
+        return []
+    write = order == 10
+    # the segments of each range
+    ends = start + length
+    cuts = np.unique(np.concatenate([start, ends]))
+    lo, hi = np.searchsorted(cuts, start), np.searchsorted(cuts, ends)
+    count = hi - lo
+    rng = np.repeat(np.arange(len(ins)), count)
+    seg = lo[rng] + np.arange(len(rng)) - np.repeat(np.cumsum(count) - count, count)
+    key = (seg * n + ins[rng]) * 2 + write[rng]
+    sort = np.argsort(key, kind="stable")
+    key, seg, rng = key[sort], seg[sort], rng[sort]
+    who, wrote = ins[rng], write[rng]
+    pos = np.arange(len(key))
+    last_write = np.maximum.accumulate(np.where(wrote, pos, -1))
+    lw = np.maximum(last_write, 0)
+    writer = np.where((last_write >= 0) & (seg[lw] == seg), who[lw], -1)
+    own = key >> 1
+    group = np.maximum.accumulate(np.where(np.r_[True, own[1:] != own[:-1]], pos, 0))
+    before = np.maximum(group - 1, 0)
+    reader = np.where((group > 0) & (seg[before] == seg) & ~wrote[before], who[before], -1)
+
+    unit = units(code)
+    latest = _latest_dep(stream, unit)
+    found: _Found = []
+    # reads: a segment nothing wrote, else a writer on another unit not waited for
+    reads = ~wrote
+    r_rng, r_seg, r_writer = rng[reads], seg[reads], writer[reads]
+    missing = r_writer < 0
+    unwritten = np.full(len(ins), len(cuts), dtype=np.int64)
+    np.minimum.at(unwritten, r_rng[missing], r_seg[missing])
+    for r in np.flatnonzero(unwritten < len(cuts)).tolist():
+        found.append((int(ins[r]), int(order[r]), "read-before-write",
+                      lambda k=int(cuts[unwritten[r]]): f"reads local address {k}, which "
+                      "nothing wrote before", None))
+    r_ins = ins[r_rng]
+    check = ~missing & (unwritten[r_rng] == len(cuts))
+    j = np.where(check, r_writer, 0)
+    late = check & (unit[j] != unit[r_ins]) & (latest(r_ins, unit[j]) < j)
+    unordered = np.full(len(ins), n, dtype=np.int64)
+    np.minimum.at(unordered, r_rng[late], j[late])
+    for r in np.flatnonzero(unordered < n).tolist():
+        found.append((int(ins[r]), int(order[r]), "read-before-write",
+                      lambda j=int(unordered[r]): f"reads what instruction {j} "
+                      f"({Op(int(code[j, 0])).name.lower()}) writes without waiting for it", None))
+    # writes: the latest reader of the range, on another unit and not waited for
+    latest_reader = np.full(len(ins), -1, dtype=np.int64)
+    np.maximum.at(latest_reader, rng[wrote], reader[wrote])
+    w = np.flatnonzero(write & (latest_reader >= 0))
+    j, i = latest_reader[w], ins[w]
+    late = (unit[j] != unit[i]) & (latest(i, unit[j]) < j)
+    for r in w[late].tolist():
+        found.append((int(ins[r]), 10, "overwrite-live",
+                      lambda j=int(latest_reader[r]): f"overwrites local data instruction {j} "
+                      f"({Op(int(code[j, 0])).name.lower()}) reads, without waiting for it", None))
+    return found
+
+
+def _latest_dep(stream, unit: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``latest(i, u)``: the latest instruction on unit ``u`` that instruction ``i`` waits for
+    (-1 if none), for arrays of both; instruction ``j`` of another unit than ``i``'s is
+    ordered before ``i`` when ``j`` is at most ``latest(i, unit[j])``."""
+    deps = stream.deps
+    low = int(unit.min())
+    span = int(unit.max()) - low + 1
+    waiter = np.repeat(np.arange(len(stream.code)), np.diff(stream.dep_ptr))
+    key = waiter * span + (unit[deps] - low)
+    sort = np.lexsort((deps, key))
+    key, deps = key[sort], deps[sort]
+    last = np.r_[key[1:] != key[:-1], True] if len(key) else np.zeros(0, dtype=bool)
+    keys, values = key[last], deps[last]
+
+    def latest(i: np.ndarray, u: np.ndarray) -> np.ndarray:
+        q = i * span + (u - low)
+        at = np.minimum(np.searchsorted(keys, q), max(len(keys) - 1, 0))
+        if len(keys) == 0:
+            return np.full(len(q), -1, dtype=np.int64)
+        return np.where(keys[at] == q, values[at], -1)
+
+    return latest
 
 
 def _check_communication(program: Program, target: CrossbarTarget, out: _Collector) -> None:
