@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pimsolve.ir.program import UNARY, Op, Program, VecOp, units
+from pimsolve.ir.program import FIXED_UNITS, UNARY, Op, Program, VecOp, units
 from pimsolve.simulate.simulator import unit_streams
 from pimsolve.target import CrossbarTarget
 
@@ -371,12 +371,12 @@ def _latest_dep(stream, unit: np.ndarray) -> Callable[[np.ndarray, np.ndarray], 
 
 
 def _check_communication(program: Program, target: CrossbarTarget, out: _Collector) -> None:
-    n_cores = len(program.cores)
     comm = []
     for stream in program.cores:
         code = stream.code
         idx = np.flatnonzero(np.isin(code[:, 0], (Op.SEND, Op.RECV, Op.BARRIER)))
-        comm.append([(int(i), *code[i, [0, 1, 3, 4, 5]].tolist()) for i in idx])
+        fields = code[idx][:, [0, 1, 3, 4, 5]].tolist()
+        comm.append([(i, *f) for i, f in zip(idx.tolist(), fields, strict=True)])
     sends: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
     recvs: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
     for c, items in enumerate(comm):
@@ -403,10 +403,22 @@ def _check_communication(program: Program, target: CrossbarTarget, out: _Collect
     if not matched:
         return
     sync = target.chip.interconnect.communication == "sync"
-    if target.core.execution != "in_order" and not sync:
+    blocked = _replay_in_order(comm, sync)
+    if blocked and target.core.execution != "in_order" and not sync:
+        # Out of order with async communication, the units of a core run on their own. When
+        # the cores complete in program order they complete so too (that order is one the
+        # units may take, and nothing that can go ever stops being able to), so the exact
+        # replay is needed only when program order blocks.
         _replay_streams(program, out)
         return
-    # untimed replay of the blocking rules: who can make progress?
+    for c, i in blocked:
+        _blocked(program, c, i, out)
+
+
+def _replay_in_order(comm: list[list[tuple[int, ...]]], sync: bool) -> list[tuple[int, int]]:
+    """The untimed replay of the blocking rules on in-order cores (only communication can
+    block): each core still blocked at the end, at the instruction it is stuck on."""
+    n_cores = len(comm)
     pc = [0] * n_cores
     queues: dict[tuple[int, int], deque] = {}
     at_barrier: dict[int, set[int]] = {}
@@ -456,10 +468,7 @@ def _check_communication(program: Program, target: CrossbarTarget, out: _Collect
                 q.popleft()
                 pc[c] += 1
                 progress = True
-    for c in range(n_cores):
-        if pc[c] < len(comm[c]):
-            i, op, peer, _, _, _ = comm[c][pc[c]]
-            _blocked(program, c, i, out)
+    return [(c, comm[c][pc[c]][0]) for c in range(n_cores) if pc[c] < len(comm[c])]
 
 
 def _blocked(program: Program, c: int, i: int, out: _Collector) -> None:
@@ -477,8 +486,8 @@ def _replay_streams(program: Program, out: _Collector) -> None:
     that cannot, a send waiting on one)."""
     n_cores = len(program.cores)
     split = [unit_streams(s.code) for s in program.cores]
-    lists = [(s.code[:, 0].tolist(), s.code[:, 1].tolist(), s.dep_ptr.tolist(), s.deps.tolist())
-             for s in program.cores]
+    lists = [(s.code[:, 0].tolist(), s.code[:, 1].tolist(), _waits(s, fenced))
+             for s, (_, fenced) in zip(program.cores, split, strict=True)]
     head = [[0] * len(streams) for streams, _ in split]
     done = [[False] * len(s) for s in program.cores]
     n_done = [0] * n_cores
@@ -494,8 +503,8 @@ def _replay_streams(program: Program, out: _Collector) -> None:
     while work:
         c = work.popleft()
         queued[c] = False
-        streams, fenced = split[c]
-        ops, peers, ptr, flat = lists[c]
+        streams = split[c][0]
+        ops, peers, waits = lists[c]
         done_c, heads = done[c], head[c]
         again = True
         while again:
@@ -504,9 +513,7 @@ def _replay_streams(program: Program, out: _Collector) -> None:
                 while heads[k] < len(order):
                     i = order[heads[k]]
                     if not done_c[i]:
-                        b = fenced[i]
-                        if b >= 0 and not done_c[b] or not all(
-                                done_c[flat[x]] for x in range(ptr[i], ptr[i + 1])):
+                        if waits[i] and not all(map(done_c.__getitem__, waits[i])):
                             break
                         op, peer = ops[i], peers[i]
                         if op == Op.SEND:
@@ -537,3 +544,26 @@ def _replay_streams(program: Program, out: _Collector) -> None:
         stuck = [i for i in heads if program.cores[c].code[i, 0] in (Op.RECV, Op.BARRIER)]
         if heads:
             _blocked(program, c, min(stuck or heads), out)
+
+
+def _waits(stream, fenced: list[int]) -> list[tuple[int, ...]]:
+    """Per instruction, what ``_replay_streams`` must have done before it goes: the barrier
+    before it and, of its dependencies on each other stream, the latest (each stream is done
+    in order, so the latest covers the rest, and its own stream's are done before it)."""
+    code, deps = stream.code, stream.deps
+    of = np.clip(units(code), -1, FIXED_UNITS) + 1  # 0: in no stream (``unit_streams``)
+    waiter = np.repeat(np.arange(len(code)), np.diff(stream.dep_ptr))
+    other = of[deps] != of[waiter]
+    waiter, deps = waiter[other], deps[other]
+    barrier = np.asarray(fenced, dtype=np.int64)
+    fence = np.flatnonzero(barrier >= 0)
+    waiter = np.concatenate([waiter, fence])
+    deps = np.concatenate([deps, barrier[fence]])
+    key = waiter * (FIXED_UNITS + 2) + of[deps]
+    sort = np.lexsort((deps, key))
+    key, waiter, deps = key[sort], waiter[sort], deps[sort]
+    last = np.r_[key[1:] != key[:-1], True] if len(key) else np.zeros(0, dtype=bool)
+    waiter, deps = waiter[last], deps[last]
+    ptr = np.searchsorted(waiter, np.arange(len(code) + 1)).tolist()
+    flat = deps.tolist()
+    return [tuple(flat[ptr[i]:ptr[i + 1]]) for i in range(len(code))]
