@@ -162,7 +162,7 @@ def programs(draw):
     return make_program(cores, groups, global_elements=20, constants=(0.0, 1.0))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(programs(), st.sampled_from([16, 1024]))
 def test_vectorized_checks_match_the_scan(program, capacity):
     """Same violations, order and messages as the scan, on random programs; a capacity of 16
