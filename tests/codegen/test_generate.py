@@ -385,6 +385,28 @@ def test_ll_keeps_the_priority_the_clock_finds_faster(network: str, within: floa
     assert run(best, target).makespan_ns == min(simulated.values())
 
 
+def test_best_in_a_second_process_is_the_same_program(monkeypatch) -> None:
+    """PUMA LL 'best' with the 'layer' priority generated in a forked process (from 0
+    windows times array groups on) is the program generated one priority after the other."""
+    target = target_of("puma", True)
+    graph = load_onnx(tiny_cnn())
+    workload = lower(graph, target)
+    mapping = reference_mapping(workload, target, "ll")
+    forked = []
+
+    class Counted(generate_module.ProcessPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            forked.append(args[-1].ll_priority)
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(generate_module, "ProcessPoolExecutor", Counted)
+    alone = generate(graph, workload, mapping, target, CodegenOptions(parallel_from=10**9))
+    assert forked == []
+    both = generate(graph, workload, mapping, target, CodegenOptions(parallel_from=0))
+    assert forked == ["layer"]
+    assert both == alone
+
+
 def _vector_moved(network, names: tuple[str, ...],
                   engine: str = "balance") -> tuple[dict, dict]:
     """HT on isaac: per vector layer, the bytes the program loads and stores for it, and the
