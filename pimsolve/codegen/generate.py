@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import networkx as nx
+import numpy as np
 
 from pimsolve.codegen.emit import Buffer, CoreEmitter
 from pimsolve.codegen.layout import VIEW_OPS, Layout, build_layout
@@ -591,62 +592,97 @@ class _Generator:
             em.limit = limit
             em.on_full = self._ht_drop if self.options.ht_drop else None
         workers = [w for lt in self.tasks for w in self._split(lt, self._spread)]
-        self.round_tasks: list[tuple[_Worker, int, int]] = []
-        """The current round's tasks per worker (w, first, end): their pixels stay cached."""
         self.round_pins: dict[int, dict[int, set[Key]]] = {}
         """Per core, per input cache, the pixels the round's tasks read (``_ht_drop``, built
         at the core's first drop of the round)."""
-        self.core_tasks: dict[int, list[tuple[_Worker, int, int]]] | None = None
-        """The round's tasks by core, built at the round's first drop (``_ht_drop``)."""
+        self.core_tasks: dict[int, list[tuple[_Worker, int, int]]] = {}
+        """Per core, the round's tasks per worker (w, first, end), built at the core's first
+        drop of the round (``_ht_drop``): their pixels stay cached."""
         for w in workers:
             w.sources = [w.tasks_of.sources(self.layout, t) for t in w.tasks]
             for keys in w.sources:
                 for key in keys:
                     w.uses[key] = w.uses.get(key, 0) + 1
-        left = [w for w in workers if w.tasks]
-        rounds = max((len(w.tasks) for w in left), default=0)
+        rounds = max((len(w.tasks) for w in workers), default=0)
+        self.on_core: dict[int, list[int]] = {}
+        for i, w in enumerate(workers):
+            self.on_core.setdefault(w.core, []).append(i)
+        self.workers = workers
+        self.round_due: dict[int, tuple[int, int]] = {}
+        """The round's workers with tasks (by index in ``workers``): the tasks' range."""
+        cached: set[int] = set()
+        """Vector workers whose cache may hold pixels (only their own tasks fill it)."""
         pending: list[tuple[_Worker, int, Buffer]] = []
-        for t in range(rounds):
+        for t, due in enumerate(self._ht_rounds(workers, rounds)):
             for em in self.em:
                 em.round = t
-            # paced: a worker of n tasks runs its i-th in round floor(i M / n), so every round
-            # asks global memory for about the same bytes (a short layer's loads do not crowd
-            # the first rounds while the longest layer's AGs wait for theirs);
-            # software pipelining: a round's stores follow the next round's loads, so a
-            # core's in-order global port never holds a load behind a store still waiting
-            # for its MVM
-            # a vector task stores at once: its store waits for one short vector operation,
-            # and its output buffer is free for the next task
-            due = [(w, self._due(w, t, rounds) - w.next) for w in left]
-            self.round_tasks = [(w, w.next, w.next + count) for w, count in due]
-            self.core_tasks = None
+            # paced (``_due``); software pipelining: a round's stores follow the next round's
+            # loads, so a core's in-order global port never holds a load behind a store still
+            # waiting for its MVM; a vector task stores at once: its store waits for one
+            # short vector operation, and its output buffer is free for the next task
+            self.round_due = {i: (workers[i].next, workers[i].next + count) for i, count in due}
+            self.core_tasks = {}
             self.round_pins = {}
-            self._prefetch(due)
+            self._prefetch([(workers[i], count) for i, count in due])
+            counts = dict(due)
+            # workers without a task this round are visited too where a vector cache may
+            # need evicting, in the same order as the others
+            idle = [i for i in cached if i not in counts
+                    and workers[i].next < len(workers[i].tasks)]
             staged = []
-            for w, count in due:
-                for _ in range(count):
+            for i in sorted([*counts, *idle]):
+                w = workers[i]
+                for _ in range(counts.get(i, 0)):
                     item = self._ht_stage(w)
                     if w.tasks_of.kind == "mvm":
                         staged.append(item)
                     else:
                         self._ht_store(*self._ht_compute(item))
-                if w.tasks_of.kind != "mvm" and w.cache and (
-                        -(-(t + 2) * len(w.tasks) // rounds) == w.next):
+                if w.tasks_of.kind == "mvm":
+                    continue
+                if w.cache and -(-(t + 2) * len(w.tasks) // rounds) == w.next:
                     self._evict(w)
+                if w.cache:
+                    cached.add(i)
+                else:
+                    cached.discard(i)
             done = [self._ht_compute(item) for item in staged]
             for w, task, out, finish in pending:
                 self._ht_store(w, task, out, finish)
             pending = done
-            left = [w for w in left if w.next < len(w.tasks)]
         for w, task, out, finish in pending:
             self._ht_store(w, task, out, finish)
+
+    def _ht_rounds(self, workers: list[_Worker], rounds: int) -> list[list[tuple[int, int]]]:
+        """Per round, the workers with tasks in it (index in ``workers``, in order) and how
+        many (``_due``): a paced worker of n tasks runs its j-th in round floor(j M / n)."""
+        index, at = [], []
+        for i, w in enumerate(workers):
+            n = len(w.tasks)
+            if n == 0:
+                continue
+            if w.tasks_of.kind == "pool":
+                firsts = np.full(n, w.core * rounds // self.cores)
+            else:
+                firsts = np.arange(n) * rounds // n
+            index.append(np.full(n, i))
+            at.append(firsts)
+        per_round: list[list[tuple[int, int]]] = [[] for _ in range(rounds)]
+        if not index:
+            return per_round
+        index, at = np.concatenate(index), np.concatenate(at)
+        key, count = np.unique(at * len(workers) + index, return_counts=True)
+        for k, c in zip(key.tolist(), count.tolist(), strict=True):
+            per_round[k // len(workers)].append((k % len(workers), c))
+        return per_round
 
     def _due(self, w: _Worker, t: int, rounds: int) -> int:
         """HT: how many of ``w``'s tasks are emitted by the end of round ``t``: paced, except a
         pool's, which go all in one round (its core's share of the rounds, so the pools of
         different cores take turns): there neighbouring windows share their input pixels,
         loaded once (googlenet/isaac, balance: 1292 -> 1160 us; inception3b's 3 x 3 stride-1
-        pool loads 4.0 times its input instead of 8.6)."""
+        pool loads 4.0 times its input instead of 8.6). The rule; ``_ht_rounds`` lists where
+        it grows for every round at once."""
         if w.tasks_of.kind == "pool":
             return len(w.tasks) if t >= w.core * rounds // self.cores else 0
         return -(-(t + 1) * len(w.tasks) // rounds)
@@ -688,11 +724,14 @@ class _Generator:
         global memory in HT, so a later task loads a dropped pixel again: the program stays
         within the local memory where the placement's per-core memory (an estimate of the
         allocator's, see ``evaluate.memory_per_core``) is short of it."""
-        if self.core_tasks is None:  # the round's tasks by core, at its first drop
-            self.core_tasks = {}
-            for task in self.round_tasks:
-                self.core_tasks.setdefault(task[0].core, []).append(task)
-        mine = self.core_tasks.get(em.core, [])
+        mine = self.core_tasks.get(em.core)
+        if mine is None:  # the round's tasks on the core, at its first drop
+            mine = self.core_tasks[em.core] = []
+            for i in self.on_core.get(em.core, []):
+                w = self.workers[i]
+                first, end = self.round_due.get(i, (w.next, w.next))
+                if first < len(w.tasks):  # it had tasks left at the round's start
+                    mine.append((w, first, end))
         caches = {id(w.cache): w.cache for w, _, _ in mine}
         pinned = self.round_pins.get(em.core)
         if pinned is None:

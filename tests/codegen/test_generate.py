@@ -9,6 +9,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import helper
 
 import pimsolve.codegen.generate as generate_module
@@ -383,6 +385,26 @@ def test_ll_keeps_the_priority_the_clock_finds_faster(network: str, within: floa
         assert generator.estimated_ns == pytest.approx(simulated[priority], rel=within)
     best = generate(graph, workload, mapping, target)
     assert run(best, target).makespan_ns == min(simulated.values())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.booleans(), st.integers(0, 3)), min_size=1,
+                max_size=8))
+def test_ht_rounds_are_the_paced_dues(spec) -> None:
+    """``_ht_rounds`` lists per round the workers with tasks and how many: exactly where
+    ``_due`` (tasks due by the end of a round) grows, for paced workers and pools on 4 cores."""
+    generator = SimpleNamespace(cores=4)
+    workers = [SimpleNamespace(tasks=list(range(n)), core=core,
+                               tasks_of=SimpleNamespace(kind="pool" if pool else "conv"))
+               for n, pool, core in spec]
+    rounds = max(len(w.tasks) for w in workers)
+    per_round = generate_module._Generator._ht_rounds(generator, workers, rounds)
+    for t in range(rounds):
+        due = [generate_module._Generator._due(generator, w, t, rounds)
+               - (generate_module._Generator._due(generator, w, t - 1, rounds) if t else 0)
+               for w in workers]
+        assert per_round[t] == [(i, n) for i, n in enumerate(due) if n]
+    assert sum(n for r in per_round for _, n in r) == sum(len(w.tasks) for w in workers)
 
 
 def test_best_in_a_second_process_is_the_same_program(monkeypatch) -> None:
