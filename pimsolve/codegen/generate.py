@@ -94,8 +94,8 @@ class CodegenOptions:
     it back when it is needed, instead of allocating past the local memory."""
     parallel_from: int = 2_000
     """LL 'best': generate the two priorities at once, the second in a forked process, from
-    this many windows times array groups on (``_windows_of_array_groups``), where the machine
-    has two cores and fork. The program is the same either way. Measured (PUMA, balance's
+    this many windows times array groups on (``_windows_of_array_groups``), where the process
+    may run on two cores and the OS forks. The program is the same either way. Measured (PUMA, balance's
     placements): vgg8-28 (15,822) 1.38 -> 0.74 s, resnet18-28 (28,120) 3.84 -> 1.80 s,
     resnet34 (223,836) 56.0 -> 28.4 s; the fork costs about 15 ms (the tests' tiny CNN, 109:
     18 -> 31 ms)."""
@@ -1222,7 +1222,7 @@ def generate(graph: Graph, workload: Workload, mapping: Mapping, target: Crossba
                           replace(options, ll_priority="arrival")).program()
     arrival, layer = (replace(options, ll_priority=p) for p in ("arrival", "layer"))
     if _windows_of_array_groups(workload, mapping) < options.parallel_from or \
-            "fork" not in multiprocessing.get_all_start_methods() or (os.cpu_count() or 1) < 2:
+            "fork" not in multiprocessing.get_all_start_methods() or _cores_to_run_on() < 2:
         made = [_estimated_program(graph, workload, mapping, target, arrival),
                 _estimated_program(graph, workload, mapping, target, layer)]
     else:  # fork: the child has the inputs without pickling them, and needs no __main__ guard
@@ -1239,6 +1239,13 @@ def _estimated_program(graph: Graph, workload: Workload, mapping: Mapping,
     generator = _Generator(graph, workload, mapping, target, options)
     program = generator.program()
     return generator.estimated_ns, program
+
+
+def _cores_to_run_on() -> int:
+    """The CPU cores this process may run on (its affinity where the OS tells it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _windows_of_array_groups(workload: Workload, mapping: Mapping) -> int:

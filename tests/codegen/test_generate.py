@@ -409,7 +409,8 @@ def test_ht_rounds_are_the_paced_dues(spec) -> None:
 
 def test_best_in_a_second_process_is_the_same_program(monkeypatch) -> None:
     """PUMA LL 'best' with the 'layer' priority generated in a forked process (from 0
-    windows times array groups on) is the program generated one priority after the other."""
+    windows times array groups on) is the program generated one priority after the other;
+    with one core to run on, nothing forks."""
     target = target_of("puma", True)
     graph = load_onnx(tiny_cnn())
     workload = lower(graph, target)
@@ -422,11 +423,15 @@ def test_best_in_a_second_process_is_the_same_program(monkeypatch) -> None:
             return super().submit(fn, *args, **kwargs)
 
     monkeypatch.setattr(generate_module, "ProcessPoolExecutor", Counted)
+    monkeypatch.setattr(generate_module, "_cores_to_run_on", lambda: 2)  # a 1-core CI too
     alone = generate(graph, workload, mapping, target, CodegenOptions(parallel_from=10**9))
     assert forked == []
     both = generate(graph, workload, mapping, target, CodegenOptions(parallel_from=0))
     assert forked == ["layer"]
     assert both == alone
+    monkeypatch.setattr(generate_module, "_cores_to_run_on", lambda: 1)
+    assert generate(graph, workload, mapping, target, CodegenOptions(parallel_from=0)) == alone
+    assert forked == ["layer"]
 
 
 def _vector_moved(network, names: tuple[str, ...],
