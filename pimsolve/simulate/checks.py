@@ -311,7 +311,6 @@ def _memory_violations(stream, slots) -> _Found:
     reader = np.where((group > 0) & (seg[before] == seg) & ~wrote[before], who[before], -1)
 
     unit = units(code)
-    latest = _latest_dep(stream, unit)
     found: _Found = []
     # reads: a segment nothing wrote, else a writer on another unit not waited for
     reads = ~wrote
@@ -325,10 +324,12 @@ def _memory_violations(stream, slots) -> _Found:
                       "nothing wrote before", None))
     r_ins = ins[r_rng]
     check = ~missing & (unwritten[r_rng] == len(cuts))
-    j = np.where(check, r_writer, 0)
-    late = check & (unit[j] != unit[r_ins]) & (latest(r_ins, unit[j]) < j)
+    check[check] = unit[r_writer[check]] != unit[r_ins[check]]
+    asked = np.flatnonzero(check)
+    j = r_writer[asked]
+    late = asked[_latest_dep(stream, unit, r_ins[asked], unit[j]) < j]
     unordered = np.full(len(ins), n, dtype=np.int64)
-    np.minimum.at(unordered, r_rng[late], j[late])
+    np.minimum.at(unordered, r_rng[late], r_writer[late])
     for r in np.flatnonzero(unordered < n).tolist():
         found.append((int(ins[r]), int(order[r]), "read-before-write",
                       lambda j=int(unordered[r]): f"reads what instruction {j} "
@@ -337,36 +338,45 @@ def _memory_violations(stream, slots) -> _Found:
     latest_reader = np.full(len(ins), -1, dtype=np.int64)
     np.maximum.at(latest_reader, rng[wrote], reader[wrote])
     w = np.flatnonzero(write & (latest_reader >= 0))
-    j, i = latest_reader[w], ins[w]
-    late = (unit[j] != unit[i]) & (latest(i, unit[j]) < j)
-    for r in w[late].tolist():
+    w = w[unit[latest_reader[w]] != unit[ins[w]]]
+    j = latest_reader[w]
+    for r in w[_latest_dep(stream, unit, ins[w], unit[j]) < j].tolist():
         found.append((int(ins[r]), 10, "overwrite-live",
                       lambda j=int(latest_reader[r]): f"overwrites local data instruction {j} "
                       f"({Op(int(code[j, 0])).name.lower()}) reads, without waiting for it", None))
     return found
 
 
-def _latest_dep(stream, unit: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """``latest(i, u)``: the latest instruction on unit ``u`` that instruction ``i`` waits for
-    (-1 if none), for arrays of both; instruction ``j`` of another unit than ``i``'s is
-    ordered before ``i`` when ``j`` is at most ``latest(i, unit[j])``."""
-    deps = stream.deps
-    low = int(unit.min())
-    span = int(unit.max()) - low + 1
-    waiter = np.repeat(np.arange(len(stream.code)), np.diff(stream.dep_ptr))
-    key = waiter * span + (unit[deps] - low)
-    sort = np.lexsort((deps, key))
-    key, deps = key[sort], deps[sort]
-    last = np.r_[key[1:] != key[:-1], True] if len(key) else np.zeros(0, dtype=bool)
-    keys, values = key[last], deps[last]
+TABLE_ENTRIES = 1 << 22
+"""``_latest_dep`` tabulates (instruction, unit) in chunks of at most this many entries."""
 
-    def latest(i: np.ndarray, u: np.ndarray) -> np.ndarray:
-        q = i * span + (u - low)
-        at = np.minimum(np.searchsorted(keys, q), max(len(keys) - 1, 0))
-        if len(keys) == 0:
-            return np.full(len(q), -1, dtype=np.int64)
-        return np.where(keys[at] == q, values[at], -1)
 
+def _latest_dep(stream, unit: np.ndarray, i: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The latest instruction on unit ``u`` that instruction ``i`` waits for (-1 if none), for
+    arrays of both (``u`` a unit of the core): instruction ``j`` of another unit than
+    ``i``'s is ordered before ``i`` when ``j`` is at most ``latest(i, unit[j])``. A table of
+    (instruction, unit) takes each dependency once, a chunk of instructions at a time."""
+    latest = np.full(len(i), -1, dtype=np.int64)
+    if len(i) == 0 or len(stream.deps) == 0:
+        return latest
+    ptr, deps = stream.dep_ptr, stream.deps
+    kinds = np.unique(unit)
+    k = len(kinds)
+    dep_unit, asked_unit = np.searchsorted(kinds, unit[deps]), np.searchsorted(kinds, u)
+    rows = max(1, TABLE_ENTRIES // k)
+    chunk = i // rows
+    chunks = int(chunk.max()) + 1
+    order = np.argsort(chunk, kind="stable") if chunks > 1 else np.arange(len(i))
+    bounds = np.searchsorted(chunk[order], np.arange(chunks + 1))
+    for c in range(chunks):
+        asked = order[bounds[c]:bounds[c + 1]]
+        if len(asked) == 0:
+            continue
+        first, end = c * rows, min(len(stream.code), (c + 1) * rows)
+        waiter = np.repeat(np.arange(end - first), np.diff(ptr[first:end + 1]))
+        table = np.full((end - first) * k, -1, dtype=np.int64)
+        np.maximum.at(table, waiter * k + dep_unit[ptr[first]:ptr[end]], deps[ptr[first]:ptr[end]])
+        latest[asked] = table[(i[asked] - first) * k + asked_unit[asked]]
     return latest
 
 

@@ -163,13 +163,19 @@ def programs(draw):
 
 
 @settings(max_examples=200, deadline=None)
-@given(programs(), st.sampled_from([16, 1024]))
-def test_vectorized_checks_match_the_scan(program, capacity):
+@given(programs(), st.sampled_from([16, 1024]), st.sampled_from([checks.TABLE_ENTRIES, 16]))
+def test_vectorized_checks_match_the_scan(program, capacity, table_entries):
     """Same violations, order and messages as the scan, on random programs; a capacity of 16
-    elements (of the 24 addressed) also brings local-memory-capacity."""
+    elements (of the 24 addressed) also brings local-memory-capacity, and tables of 16
+    entries split the dependencies into chunks of a few instructions."""
     fast, slow = checks._Collector(program), checks._Collector(program)
+    default, checks.TABLE_ENTRIES = checks.TABLE_ENTRIES, table_entries
+    try:
+        for c, stream in enumerate(program.cores):
+            checks._check_core(program, TARGET, c, stream, capacity, fast)
+    finally:
+        checks.TABLE_ENTRIES = default
     for c, stream in enumerate(program.cores):
-        checks._check_core(program, TARGET, c, stream, capacity, fast)
         scan_core(program, TARGET, c, stream, capacity, slow)
     assert fast.found == slow.found
     assert fast.per_kind == slow.per_kind
