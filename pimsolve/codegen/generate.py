@@ -95,10 +95,10 @@ class CodegenOptions:
     parallel_from: int = 2_000
     """LL 'best': generate the two priorities at once, the second in a forked process, from
     this many windows times array groups on (``_windows_of_array_groups``), where the process
-    may run on two cores and the OS forks. The program is the same either way. Measured (PUMA, balance's
-    placements): vgg8-28 (15,822) 1.38 -> 0.74 s, resnet18-28 (28,120) 3.84 -> 1.80 s,
-    resnet34 (223,836) 56.0 -> 28.4 s; the fork costs about 15 ms (the tests' tiny CNN, 109:
-    18 -> 31 ms)."""
+    may run on two cores and the OS forks. The program is the same either way. Measured
+    (PUMA, balance's placements): vgg8-28 (15,822) 1.38 -> 0.74 s, resnet18-28 (28,120)
+    3.84 -> 1.80 s, resnet34 (223,836) 56.0 -> 28.4 s; the fork costs about 15 ms (the tests'
+    tiny CNN, 109: 18 -> 31 ms)."""
     ht_drop: bool = True
     """HT mode: when a core's local memory is full, drop cached input pixels that no task
     of the round reads and load them again when a later task does, instead of allocating
