@@ -274,3 +274,31 @@ def test_ll_map_reports_the_model_layer_by_layer(capsys, model_file: Path) -> No
     code, text, _ = run(capsys, "map", str(model_file), "--target", "arch-c", "--objective",
                         "latency", "--engine", "balance")
     assert code == 0 and "model's latency_s" in text
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_verifier_beside_the_simulator_reports_the_same(monkeypatch, broken: bool) -> None:
+    """``score`` with the verifier in a forked process beside the simulator (from 0
+    instructions on, two cores) gives the report it gives verifying first, a program with a
+    violation (an mvm on an AG slot of another core) included."""
+    from pimsolve import api, parallel
+    from pimsolve.ir.program import Op
+    from pimsolve.lowering import lower
+    from pimsolve.stages.placement import reference_mapping
+    from tests.simulate.test_checks import edited, small_ll, tiny_cnn
+
+    program, target = small_ll()
+    if broken:
+        i = program.cores[3].code[:, 0].tolist().index(Op.MVM)
+        program = edited(program, 3, i, a=2)
+    graph = api.load_onnx(tiny_cnn())
+    mapping = reference_mapping(lower(graph, target), target, "ll")
+    monkeypatch.setattr(parallel, "cores_to_run_on", lambda: 2)
+    reports = []
+    for beside_from in (10**9, 0):
+        monkeypatch.setattr(api, "VERIFY_BESIDE_FROM", beside_from)
+        report = api.score(mapping, program, target, [])
+        assert set(report.pop("timing")) == {"verify_s", "simulate_s"}
+        reports.append(report)
+    assert reports[0] == reports[1]
+    assert reports[1]["checks"]["passed"] is not broken

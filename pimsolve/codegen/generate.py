@@ -37,10 +37,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import multiprocessing
-import os
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -55,6 +52,7 @@ from pimsolve.ir import Graph, LayerKind, Workload
 from pimsolve.ir.mapping import Mapping
 from pimsolve.ir.program import ArrayGroupSlot, Op, Program, VecOp
 from pimsolve.lowering.unfold import EMITTED_FORMATS, ag_rows
+from pimsolve.parallel import beside
 from pimsolve.target import CrossbarTarget
 
 __all__ = ["generate", "CodegenOptions"]
@@ -93,9 +91,9 @@ class CodegenOptions:
     or send (preferably one no task needs soon, else the newest) to global memory and load
     it back when it is needed, instead of allocating past the local memory."""
     parallel_from: int = 2_000
-    """LL 'best': generate the two priorities at once, the second in a forked process, from
-    this many windows times array groups on (``_windows_of_array_groups``), where the process
-    may run on two cores and the OS forks. The program is the same either way. Measured
+    """LL 'best': generate the two priorities at once, the second in a forked process
+    (``parallel.beside``), from this many windows times array groups on
+    (``_windows_of_array_groups``). The program is the same either way. Measured
     (PUMA, balance's placements): vgg8-28 (15,822) 1.38 -> 0.74 s, resnet18-28 (28,120)
     3.84 -> 1.80 s, resnet34 (223,836) 56.0 -> 28.4 s; the fork costs about 15 ms (the tests'
     tiny CNN, 109: 18 -> 31 ms)."""
@@ -1221,15 +1219,10 @@ def generate(graph: Graph, workload: Workload, mapping: Mapping, target: Crossba
         return _Generator(graph, workload, mapping, target,
                           replace(options, ll_priority="arrival")).program()
     arrival, layer = (replace(options, ll_priority=p) for p in ("arrival", "layer"))
-    if _windows_of_array_groups(workload, mapping) < options.parallel_from or \
-            "fork" not in multiprocessing.get_all_start_methods() or _cores_to_run_on() < 2:
-        made = [_estimated_program(graph, workload, mapping, target, arrival),
-                _estimated_program(graph, workload, mapping, target, layer)]
-    else:  # fork: the child has the inputs without pickling them, and needs no __main__ guard
-        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
-            later = pool.submit(_estimated_program, graph, workload, mapping, target, layer)
-            made = [_estimated_program(graph, workload, mapping, target, arrival),
-                    later.result()]
+    big = _windows_of_array_groups(workload, mapping) >= options.parallel_from
+    with beside(_estimated_program, graph, workload, mapping, target, layer,
+                wanted=big) as second:
+        made = [_estimated_program(graph, workload, mapping, target, arrival), second()]
     return min(made, key=lambda m: m[0])[1]  # the first of a tie: 'arrival'
 
 
@@ -1239,13 +1232,6 @@ def _estimated_program(graph: Graph, workload: Workload, mapping: Mapping,
     generator = _Generator(graph, workload, mapping, target, options)
     program = generator.program()
     return generator.estimated_ns, program
-
-
-def _cores_to_run_on() -> int:
-    """The CPU cores this process may run on (its affinity where the OS tells it)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def _windows_of_array_groups(workload: Workload, mapping: Mapping) -> int:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from onnx import helper
 
 import pimsolve.codegen.generate as generate_module
+from pimsolve import parallel
 from pimsolve.api import (
     PlacementSettings,
     check_program,
@@ -416,22 +417,22 @@ def test_best_in_a_second_process_is_the_same_program(monkeypatch) -> None:
     workload = lower(graph, target)
     mapping = reference_mapping(workload, target, "ll")
     forked = []
+    real = parallel.can_fork
 
-    class Counted(generate_module.ProcessPoolExecutor):
-        def submit(self, fn, /, *args, **kwargs):
-            forked.append(args[-1].ll_priority)
-            return super().submit(fn, *args, **kwargs)
+    def counted() -> bool:
+        forked.append(real())
+        return forked[-1]
 
-    monkeypatch.setattr(generate_module, "ProcessPoolExecutor", Counted)
-    monkeypatch.setattr(generate_module, "_cores_to_run_on", lambda: 2)  # a 1-core CI too
+    monkeypatch.setattr(parallel, "can_fork", counted)
+    monkeypatch.setattr(parallel, "cores_to_run_on", lambda: 2)  # a 1-core CI too
     alone = generate(graph, workload, mapping, target, CodegenOptions(parallel_from=10**9))
-    assert forked == []
+    assert forked == []  # not wanted: not even asked
     both = generate(graph, workload, mapping, target, CodegenOptions(parallel_from=0))
-    assert forked == ["layer"]
+    assert forked == [True]
     assert both == alone
-    monkeypatch.setattr(generate_module, "_cores_to_run_on", lambda: 1)
+    monkeypatch.setattr(parallel, "cores_to_run_on", lambda: 1)
     assert generate(graph, workload, mapping, target, CodegenOptions(parallel_from=0)) == alone
-    assert forked == ["layer"]
+    assert forked == [True, False]
 
 
 def _vector_moved(network, names: tuple[str, ...],
