@@ -64,11 +64,16 @@ class _Collector:
         self.found: list[Violation] = []
         self.per_kind: dict[str, int] = {}
 
-    def add(self, kind: str, core: int, i: int, message: str, layer: str | None = None) -> None:
+    def add(self, kind: str, core: int, i: int, message: str | Callable[[], str],
+            layer: str | None = None) -> None:
+        """Count a violation; report it (``message`` called if a callable) while its kind
+        has fewer than ``MAX_REPORTED``."""
         n = self.per_kind.get(kind, 0)
         self.per_kind[kind] = n + 1
         if n >= MAX_REPORTED:
             return
+        if callable(message):
+            message = message()
         if layer is None and i >= 0:
             tag = int(self.program.cores[core].tags[i])
             layer = self.program.layers[tag] if tag >= 0 else None
@@ -201,12 +206,12 @@ def _check_core(program: Program, target: CrossbarTarget, c: int, stream, capaci
     found = _field_violations(program, c, code)
     found += _memory_violations(stream, slots)
     for i, _, kind, message, layer in sorted(found, key=lambda v: v[:2]):
-        out.add(kind, c, i, message(), layer)
+        out.add(kind, c, i, message, layer)
 
 
 _Found = list[tuple[int, int, str, Callable[[], str], str | None]]
-"""Violations of one core as (instruction, order within it, kind, message, layer if not the
-instruction's own)."""
+"""Violations of one core as (instruction, order within it, kind, message (built only if
+reported), layer if not the instruction's own)."""
 
 
 def _field_violations(program: Program, c: int, code: np.ndarray) -> _Found:
