@@ -111,21 +111,25 @@ def _touched(row: list[int], slots) -> list[tuple[int, int]]:
     return reads + writes
 
 
-def _extent(code: np.ndarray, slots) -> tuple[int, list[int]]:
-    """The end of the highest local range a core's instructions touch (0 if none), and the
-    instructions with a negative local address or length (``_touched``, for every row at
-    once)."""
+def _operand_ranges(code: np.ndarray, slots) -> list[tuple[np.ndarray, ...]]:
+    """``_operands`` and ``_touched`` for every row at once: per operand, (the instructions
+    that have it, starts, lengths, its position: 0 and 1 the reads, 2 the write)."""
     op, a, b, c, d, e = (code[:, k] for k in range(6))
     mvm = (op == Op.MVM) & (a >= 0) & (a < len(slots))
     cols = np.array([g.cols for g in slots] or [0], dtype=np.int64)
-    ranges = (  # (instructions, starts, lengths), as ``_operands`` and ``_touched``
-        (np.isin(op, (Op.MVM, Op.VEC, Op.COPY, Op.STORE, Op.SEND)), c, e),
-        ((op == Op.VEC) & ~np.isin(a, tuple(UNARY)), d, e),
-        (np.isin(op, (Op.VEC, Op.COPY, Op.WRITE, Op.LOAD, Op.RECV)), b, e),
-        (mvm, b, cols[np.where(mvm, a, 0)]),
-    )
+    return [
+        (np.isin(op, (Op.MVM, Op.VEC, Op.COPY, Op.STORE, Op.SEND)), c, e, 0),
+        ((op == Op.VEC) & ~np.isin(a, tuple(UNARY)), d, e, 1),
+        (np.isin(op, (Op.VEC, Op.COPY, Op.WRITE, Op.LOAD, Op.RECV)), b, e, 2),
+        (mvm, b, cols[np.where(mvm, a, 0)], 2),
+    ]
+
+
+def _extent(code: np.ndarray, slots) -> tuple[int, list[int]]:
+    """The end of the highest local range a core's instructions touch (0 if none), and the
+    instructions with a negative local address or length."""
     top, negative = 0, np.zeros(len(code), dtype=bool)
-    for rows, start, length in ranges:
+    for rows, start, length, _ in _operand_ranges(code, slots):
         if rows.any():
             top = max(top, int((start[rows] + length[rows]).max()))
             negative |= rows & ((start < 0) | (length < 0))
@@ -274,23 +278,15 @@ def _memory_violations(stream, slots) -> _Found:
     access just before the instruction's own, when it is a read)."""
     code = stream.code
     n = len(code)
-    op, a, b, cc, d, e = (code[:, k] for k in range(6))
-    valid_slot = (a >= 0) & (a < len(slots))
-    skipped = ((op == Op.MVM) | (op == Op.PROG)) & ~valid_slot
-    cols = np.array([g.cols for g in slots] + [0], dtype=np.int64)[np.where(valid_slot, a, -1)]
-    parts = (  # (instructions, starts, lengths, order within the instruction), ``_operands``
-        (np.isin(op, (Op.MVM, Op.VEC, Op.COPY, Op.STORE, Op.SEND)), cc, e, 8),
-        ((op == Op.VEC) & ~np.isin(a, tuple(UNARY)), d, e, 9),
-        (np.isin(op, (Op.VEC, Op.COPY, Op.WRITE, Op.LOAD, Op.RECV)), b, e, 10),
-        (op == Op.MVM, b, cols, 10),
-    )
+    op, a = code[:, 0], code[:, 1]
+    skipped = ((op == Op.MVM) | (op == Op.PROG)) & ~((a >= 0) & (a < len(slots)))
     ins, start, length, order = [], [], [], []
-    for rows, s, ln, k in parts:
+    for rows, s, ln, k in _operand_ranges(code, slots):
         idx = np.flatnonzero(rows & ~skipped & (s >= 0) & (ln > 0))
         ins.append(idx)
         start.append(s[idx])
         length.append(ln[idx])
-        order.append(np.full(len(idx), k, dtype=np.int64))
+        order.append(np.full(len(idx), 8 + k, dtype=np.int64))
     ins, start, length, order = map(np.concatenate, (ins, start, length, order))
     if len(ins) == 0:
         return []
