@@ -653,36 +653,26 @@ class _Generator:
 
     def _ht_rounds(self, workers: list[_Worker], rounds: int) -> list[list[tuple[int, int]]]:
         """Per round, the workers with tasks in it (index in ``workers``, in order) and how
-        many (``_due``): a paced worker of n tasks runs its j-th in round floor(j M / n)."""
-        index, at = [], []
-        for i, w in enumerate(workers):
-            n = len(w.tasks)
-            if n == 0:
-                continue
-            if w.tasks_of.kind == "pool":
-                firsts = np.full(n, w.core * rounds // self.cores)
-            else:
-                firsts = np.arange(n) * rounds // n
-            index.append(np.full(n, i))
-            at.append(firsts)
+        many: where ``_due`` grows, for every round at once."""
         per_round: list[list[tuple[int, int]]] = [[] for _ in range(rounds)]
-        if not index:
-            return per_round
-        index, at = np.concatenate(index), np.concatenate(at)
-        key, count = np.unique(at * len(workers) + index, return_counts=True)
-        for k, c in zip(key.tolist(), count.tolist(), strict=True):
-            per_round[k // len(workers)].append((k % len(workers), c))
+        every = np.arange(rounds)
+        for i, w in enumerate(workers):
+            if not w.tasks:
+                continue
+            count = np.diff(self._due(w, every, rounds), prepend=0)
+            for t in np.flatnonzero(count).tolist():
+                per_round[t].append((i, int(count[t])))
         return per_round
 
-    def _due(self, w: _Worker, t: int, rounds: int) -> int:
-        """HT: how many of ``w``'s tasks are emitted by the end of round ``t``: paced, except a
-        pool's, which go all in one round (its core's share of the rounds, so the pools of
-        different cores take turns): there neighbouring windows share their input pixels,
-        loaded once (googlenet/isaac, balance: 1292 -> 1160 us; inception3b's 3 x 3 stride-1
-        pool loads 4.0 times its input instead of 8.6). The rule; ``_ht_rounds`` lists where
-        it grows for every round at once."""
+    def _due(self, w: _Worker, t, rounds: int):
+        """HT: how many of ``w``'s tasks are emitted by the end of round ``t`` (an int or an
+        array of rounds): paced, except a pool's, which go all in one round (its core's
+        share of the rounds, so the pools of different cores take turns): there neighbouring
+        windows share their input pixels, loaded once (googlenet/isaac, balance: 1292 ->
+        1160 us; inception3b's 3 x 3 stride-1 pool loads 4.0 times its input instead of
+        8.6)."""
         if w.tasks_of.kind == "pool":
-            return len(w.tasks) if t >= w.core * rounds // self.cores else 0
+            return len(w.tasks) * (t >= w.core * rounds // self.cores)
         return -(-(t + 1) * len(w.tasks) // rounds)
 
     def _prefetch(self, due: list[tuple[_Worker, int]]) -> None:

@@ -5,6 +5,7 @@ windows of split replicas and keeps received pixels within local memory."""
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 import numpy as np
@@ -395,6 +396,7 @@ def test_ht_rounds_are_the_paced_dues(spec) -> None:
     """``_ht_rounds`` lists per round the workers with tasks and how many: exactly where
     ``_due`` (tasks due by the end of a round) grows, for paced workers and pools on 4 cores."""
     generator = SimpleNamespace(cores=4)
+    generator._due = functools.partial(generate_module._Generator._due, generator)
     workers = [SimpleNamespace(tasks=list(range(n)), core=core,
                                tasks_of=SimpleNamespace(kind="pool" if pool else "conv"))
                for n, pool, core in spec]
