@@ -126,8 +126,9 @@ def _crossbar_target(target: str | Path | CrossbarTarget | DramPimTarget) -> Cro
 
 VERIFY_BESIDE_FROM = 50_000
 """``score`` verifies in a forked process beside the simulator from this many instructions
-on (where a second core can take it: ``parallel.can_fork``). Below, the fork (about 15 ms)
-costs about what the verifier takes (resnet18-28/ISAAC LL, 145 k instructions: 0.35 s)."""
+on (where a second core can take it: ``parallel.can_fork``). Below, the verifier takes a
+fraction of a second anyway (resnet18-28/ISAAC LL, 145 k instructions: 0.35 s), and the fork
+costs about 15 ms."""
 
 
 def score(mapping: MappingRecord, program: Program, target: CrossbarTarget,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -43,14 +44,17 @@ def test_beside_not_wanted_runs_here(monkeypatch) -> None:
         assert result() == (9, os.getpid())
 
 
-def test_a_child_not_asked_is_stopped(monkeypatch) -> None:
-    """A block that ends without asking (here: it raises) does not wait for the child."""
+def test_a_child_not_asked_is_stopped(monkeypatch, tmp_path) -> None:
+    """A block that ends without asking (here: it raises) stops the child rather than wait
+    for it: the child, which would write a file after 1 s, never does."""
     monkeypatch.setattr(parallel, "cores_to_run_on", lambda: 2)
-    with pytest.raises(KeyError), parallel.beside(_sleep_long):
+    marker = tmp_path / "finished"
+    with pytest.raises(KeyError), parallel.beside(_sleep_then_touch, marker):
         raise KeyError("the block failed")
+    time.sleep(1.5)  # past when the child would have written it
+    assert not marker.exists()
 
 
-def _sleep_long() -> None:
-    import time
-
-    time.sleep(60)
+def _sleep_then_touch(path) -> None:
+    time.sleep(1)
+    path.touch()
