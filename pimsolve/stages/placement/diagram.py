@@ -388,7 +388,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
             else:
                 key = key[keep]
         if restricted:
-            keep = _representatives(used, rank, key, nodes[li])
+            keep = _representatives(used, rank, key, nodes[li], option)
             picked = np.column_stack([picked[parent[keep]], option[keep]])
             resources, finish, lifted = used[keep], end[keep], lifted[keep]
             done = {p: a[parent[keep]] for p, a in inherited.items()}
@@ -398,7 +398,7 @@ def _diagram(instance: PlacementInstance, options: list[list[_Option]], nodes: l
         # merged, then the nodes that finish no earlier than upper dropped
         used, end, done, lifted = _merge(used, end, key, parent, inherited,
                                          {} if made is None else {li: made}, nodes[li],
-                                         None if price is None else (lift, lifted))
+                                         None if price is None else (lift, lifted), option)
         keep = np.flatnonzero(end - np.minimum(lifted, cap) < below)
         if not keep.size:
             return _Found(upper, None)
@@ -842,16 +842,22 @@ def _nodes(instance: PlacementInstance, options: list[list[_Option]], cells: int
     return out
 
 
-def _groups(used: np.ndarray, key: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """The children in order of crossbars (then ``key``), and where each of ``nodes`` groups
-    of equal size starts in that order."""
-    order = np.lexsort((key, used[:, 0]))
+def _groups(used: np.ndarray, key: np.ndarray, nodes: int,
+            option: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The children in order of crossbars (then of the ``option`` of their layer they took,
+    if given, then ``key``), and where each of ``nodes`` groups of equal size starts in that
+    order. Children of one option share its replicas' boundaries and periods, so their
+    window times rise and fall alike and their least loses less than that of another
+    option's: resnet18-28/Arch-C LL's forward diagram at 8 M cells 289.9 -> 294.7 us."""
+    order = (np.lexsort((key, used[:, 0])) if option is None
+             else np.lexsort((key, option, used[:, 0])))
     return order, np.arange(nodes) * len(order) // nodes
 
 
 def _merge(used: np.ndarray, finish: np.ndarray, key: np.ndarray, parent: np.ndarray,
            inherited: dict[int, np.ndarray], made: dict[int, np.ndarray], nodes: int,
            priced: tuple[np.ndarray, np.ndarray] | None = None,
+           option: np.ndarray | None = None,
            ) -> tuple[np.ndarray, np.ndarray, dict[int, np.ndarray], np.ndarray]:
     """At most ``nodes`` nodes, each group of ``_groups`` keeping the least resources and
     finish of its children, the least vectors their parents pass on (``inherited``, one
@@ -859,14 +865,14 @@ def _merge(used: np.ndarray, finish: np.ndarray, key: np.ndarray, parent: np.nda
     one row per child). ``priced``: each child's own lift and the most lift of its prefixes
     (``_lifts``); a parent's vectors are then passed on with the least lift its children in
     the group took, and each node keeps the most lift of its children (returned last;
-    zeros unpriced)."""
+    zeros unpriced). ``option``: each child's option of its layer, for ``_groups``."""
     lift, lifted = priced if priced is not None else (None, np.zeros(len(finish), np.int64))
     if len(finish) <= nodes:
         done = {p: a[parent] if lift is None else a[parent] + lift[:, None]
                 for p, a in inherited.items()}
         done.update(made)
         return used, finish, done, lifted
-    order, starts = _groups(used, key, nodes)
+    order, starts = _groups(used, key, nodes, option)
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
     parents = max((len(a) for a in inherited.values()), default=1)
     codes = group * parents + parent[order]  # by group, then parent
@@ -914,11 +920,11 @@ def _least_rows(a: np.ndarray, rows: np.ndarray, starts: np.ndarray,
 
 
 def _representatives(used: np.ndarray, finish: np.ndarray, key: np.ndarray,
-                     nodes: int) -> np.ndarray:
+                     nodes: int, option: np.ndarray | None = None) -> np.ndarray:
     """Of each group of ``_groups``, the child that finishes first (all when few)."""
     if len(finish) <= nodes:
         return np.arange(len(finish))
-    order, starts = _groups(used, key, nodes)
+    order, starts = _groups(used, key, nodes, option)
     ends = np.append(starts[1:], len(order))
     return np.array([order[a + int(np.argmin(finish[order[a:b]]))]
                      for a, b in zip(starts, ends, strict=True)])

@@ -743,3 +743,45 @@ def test_least_rows_is_reduceat(data, windows, groups, rank_most, lifted):
     with mock.patch.object(diagram, "RANK_MOST", rank_most):
         least = diagram._least_rows(a, rows, starts, lift)
     assert np.array_equal(least, np.minimum.reduceat(gathered, starts, axis=0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), crossbars=st.integers(1, 3), options=st.integers(1, 4),
+       per=st.integers(1, 4))
+def test_children_of_one_option_are_grouped_together(data, crossbars, options, per):
+    """``_groups`` orders children by crossbars, then by their option, then by the key: with
+    as many groups as (crossbars, option) pairs, each of ``per`` children, every group is
+    one pair. Fails with the option left out of the order (groups then follow the key)."""
+    pairs = [(c, o) for c in range(crossbars) for o in range(options)]
+    children = [pair for pair in pairs for _ in range(per)]
+    order = data.draw(st.permutations(range(len(children))))
+    used = np.array([[children[i][0], 0] for i in order])
+    option = np.array([children[i][1] for i in order])
+    key = np.array(data.draw(st.lists(st.integers(0, 100), min_size=len(children),
+                                      max_size=len(children))))
+    sorted_children, starts = diagram._groups(used, key, len(pairs), option)
+    for start in starts:
+        group = sorted_children[start:start + per]
+        assert len({(used[i, 0], option[i]) for i in group}) == 1
+        assert list(key[group]) == sorted(key[group])
+
+
+def test_the_diagrams_group_children_by_their_option():
+    """The merged and the restricted diagram hand ``_groups`` each child's option of the
+    layer it extends (an index into that layer's options), one per child."""
+    inst = case("skip")
+    options = diagram._layer_options(inst)
+    seen = []
+    real = diagram._groups
+
+    def spy(used, key, nodes, option=None):
+        seen.append((len(key), option))
+        return real(used, key, nodes, option)
+
+    with mock.patch.object(diagram, "MIN_NODES", 1), mock.patch.object(diagram, "_groups", spy):
+        floor_bound(inst, 200)
+        floor_options(inst, 200)
+    assert seen
+    for children, option in seen:
+        assert option is not None and len(option) == children
+        assert 0 <= option.min() and option.max() < max(len(o) for o in options)
