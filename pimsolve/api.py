@@ -26,7 +26,7 @@ from pimsolve.ir.mapping import Mapping as MappingRecord
 from pimsolve.ir.program import Program
 from pimsolve.ir.serialize import from_json, to_json
 from pimsolve.lowering import lower
-from pimsolve.parallel import beside
+from pimsolve.parallel import beside, can_fork
 from pimsolve.report.report import build_report
 from pimsolve.simulate.bounds import bounds
 from pimsolve.simulate.checks import verify
@@ -140,19 +140,23 @@ def score(mapping: MappingRecord, program: Program, target: CrossbarTarget,
     each step as it begins."""
     timing = dict(timing or {})
     tell = stage or (lambda text: None)
+    measured = measured_bounds = None
+    # the verifier runs beside the simulator, where a second core can take it; else first
+    wanted = not check_only and program.instructions >= VERIFY_BESIDE_FROM
+    forked = wanted and can_fork()
     tell(f"verifying {program.instructions:,} instructions")
     timing["verify_s"] = 0.0  # set below; here for the steps' order
-    measured = measured_bounds = None
-    # the verifier runs beside the simulator, where a second core can take it
-    wanted = not check_only and program.instructions >= VERIFY_BESIDE_FROM
     with beside(_timed, verify, program, target, wanted=wanted) as verified:
+        if not forked:
+            checks, timing["verify_s"] = verified()
         if not check_only:
             started = time.perf_counter()
             tell(f"simulating {program.instructions:,} instructions")
             timeline = run(program, target)
             measured, measured_bounds = measure(program, target, timeline), bounds(program, target)
             timing["simulate_s"] = time.perf_counter() - started
-        checks, timing["verify_s"] = verified()
+        if forked:
+            checks, timing["verify_s"] = verified()
     report = build_report(mapping, measured, measured_bounds, checks, solves)
     report["timing"] = timing
     return report

@@ -302,3 +302,29 @@ def test_the_verifier_beside_the_simulator_reports_the_same(monkeypatch, broken:
         reports.append(report)
     assert reports[0] == reports[1]
     assert reports[1]["checks"]["passed"] is not broken
+
+
+def test_score_tells_each_step_as_it_runs(monkeypatch) -> None:
+    """Below ``VERIFY_BESIDE_FROM`` instructions ``score`` verifies, then simulates, and tells
+    each step just before it runs; from there on "verifying" is told as the forked verifier
+    starts, before the simulator. Fails with the verifier left to run after the simulator
+    when it is not forked."""
+    from pimsolve import api, parallel
+    from pimsolve.lowering import lower
+    from pimsolve.stages.placement import reference_mapping
+    from tests.simulate.test_checks import small_ll, tiny_cnn
+
+    program, target = small_ll()
+    mapping = reference_mapping(lower(api.load_onnx(tiny_cnn()), target), target, "ll")
+    events: list[str] = []
+    verify, simulate = api.verify, api.run
+    monkeypatch.setattr(api, "verify", lambda *a: events.append("verify") or verify(*a))
+    monkeypatch.setattr(api, "run", lambda *a: events.append("run") or simulate(*a))
+    tell = events.append
+    api.score(mapping, program, target, [], stage=lambda text: tell(text.split()[0]))
+    assert events == ["verifying", "verify", "simulating", "run"]
+    events.clear()
+    monkeypatch.setattr(parallel, "cores_to_run_on", lambda: 2)
+    monkeypatch.setattr(api, "VERIFY_BESIDE_FROM", 0)
+    api.score(mapping, program, target, [], stage=lambda text: tell(text.split()[0]))
+    assert events == ["verifying", "simulating", "run"]  # the verifier ran in the child

@@ -784,4 +784,4 @@ def test_the_diagrams_group_children_by_their_option():
     assert seen
     for children, option in seen:
         assert option is not None and len(option) == children
-        assert 0 <= option.min() and option.max() < max(len(o) for o in options)
+        assert option.min() >= 0 and option.max() < max(len(o) for o in options)
