@@ -157,6 +157,42 @@ def test_vector_buffers_are_kept_from_crossbar_layers() -> None:
         build_instance(inspection.graph, inspection.workload, small, "ht")
 
 
+def _conv_then_whole_pool(channels: int = 256):
+    """Conv 3x3 (pad 1) on a 7x7 input -> AveragePool 7x7: a global pool written as a pool
+    whose kernel covers its input (as ONNX's light Inception-v2 ends)."""
+    return _model([
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1],
+                         kernel_shape=[3, 3]),
+        helper.make_node("AveragePool", ["c"], ["y"], name="pool", kernel_shape=[7, 7])],
+        {"x": [1, 16, 7, 7]}, ("y", [1, channels, 1, 1]),
+        {"w": [channels, 16, 3, 3], "b": [channels]})
+
+
+def test_a_pool_over_its_whole_input_reserves_one_pixel_in_ht() -> None:
+    """In HT a pool of one output pixel reads each input pixel once and frees it once read,
+    so mu^v counts one input pixel; in LL its task waits for all 49, so mu^v counts them.
+    With local memory between the two, HT maps and its program passes the verifier's
+    local-memory check (the streaming is real); LL is refused with its one-line reason.
+    Fails with the window counted in HT too."""
+    from pimsolve.errors import InfeasibleError
+
+    target = load_target("isaac")
+    model = _conv_then_whole_pool()
+    inspection = inspect_model(model, target=target)
+    ht = build_instance(inspection.graph, inspection.workload, target, "ht")
+    ll = build_instance(inspection.graph, inspection.workload, target, "ll")
+    eb = target.numerics.activation_bits / 8
+    assert ll.vector_reserve_bytes - ht.vector_reserve_bytes == 48 * 256 * eb
+    lm = target.core.local_memory.model_copy(
+        update={"size_kib": (ht.vector_reserve_bytes + ll.vector_reserve_bytes) / 2 / 1024})
+    small = target.model_copy(update={"core": target.core.model_copy(
+        update={"local_memory": lm})})
+    result = map_model(model, target=small, objective="throughput", settings=ONE_CORE)
+    assert result.report["checks"]["passed"]
+    with pytest.raises(InfeasibleError, match="vector layers"):
+        build_instance(inspection.graph, inspection.workload, small, "ll")
+
+
 # ---- LL: the timed list scheduler ------------------------------------------------------------
 
 
