@@ -375,10 +375,10 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
                       "gport": vec_bytes / chip.global_memory.bandwidth_gb_per_s / cores}
     io_bytes = sum(t.size for t in (*graph.inputs, *graph.outputs)) * eb
     memory = int(core.local_memory.size_kib * 1024)
-    reserve = _vector_reserve(graph, eb, mode)
+    reserve, largest = _vector_reserve(graph, eb, mode)
     if reserve >= memory:
         raise InfeasibleError(f"the vector layers' buffers need {reserve} bytes of local memory "
-                              f"per core, a core of {target.name} has {memory}")
+                              f"per core ({largest}), a core of {target.name} has {memory}")
     # HT: the vector layers' loads and stores (LL keeps them on the cores)
     gm_bytes = io_bytes + (vec_bytes if mode == "ht" else 0)
     constant = (vec_ns / vu.op_latency_ns * vu.lanes * vu.energy_pj_per_op
@@ -432,15 +432,16 @@ def _spread_pixels(geometry, cores: int) -> int:
     return len(np.unique(core[ok] * (geometry.batch * hi * wi) + pixel[ok]))
 
 
-def _vector_reserve(graph: Graph, eb: float, mode: str) -> int:
+def _vector_reserve(graph: Graph, eb: float, mode: str) -> tuple[int, str]:
     """mu^v: local memory each core keeps for vector-layer tasks, an estimate of what codegen
     allocates (its HT vector tasks are spread over all cores, store at once, stream a pool's
     pixels; LL runs them next to their producers): the largest task's inputs and output, plus
     one slot of every pixel size the vector layers use (the emitter keeps a spare per size).
     In HT a pool of one output pixel (its kernel covers its input: a global pool) holds one
     input pixel at a time, since each is read once and freed once read; in LL a task waits
-    for all its inputs, so there the pool holds its window."""
-    largest, sizes = 0, set()
+    for all its inputs, so there the pool holds its window. Also what the largest task is,
+    for the error that names it."""
+    largest, sizes, which = 0, set(), ""
     for layer in graph.layers:
         if layer.is_crossbar or layer.kind is LayerKind.DATA and layer.op in VIEW_OPS:
             continue
@@ -450,9 +451,12 @@ def _vector_reserve(graph: Graph, eb: float, mode: str) -> int:
             window = 1
         held = [pixel_elements(t.shape) for t in layer.inputs]
         out = pixel_elements(layer.outputs[0].shape)
-        largest = max(largest, window * sum(held) + out)
+        if window * sum(held) + out > largest:
+            largest = window * sum(held) + out
+            which = (f"the largest task, {layer.op} {layer.name}, holds {window} x "
+                     f"{'+'.join(map(str, held))} input and {out} output elements")
         sizes.update(held, [out])
-    return math.ceil((largest + sum(sizes)) * eb) if largest else 0
+    return (math.ceil((largest + sum(sizes)) * eb) if largest else 0), which
 
 
 def _home_bytes(geo, kind: LayerKind, eb: float) -> int:
