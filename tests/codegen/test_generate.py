@@ -168,29 +168,33 @@ def _conv_then_whole_pool(channels: int = 256):
         {"w": [channels, 16, 3, 3], "b": [channels]})
 
 
-def test_a_pool_over_its_whole_input_reserves_one_pixel_in_ht() -> None:
-    """In HT a pool of one output pixel reads each input pixel once and frees it once read,
-    so mu^v counts one input pixel; in LL its task waits for all 49, so mu^v counts them.
-    With local memory between the two, HT maps and its program passes the verifier's
-    local-memory check (the streaming is real); LL is refused, the error naming the pool.
-    Fails with the window counted in HT too."""
+@pytest.mark.parametrize("objective", ["throughput", "latency"])
+def test_a_pool_over_its_whole_input_reserves_one_pixel(objective: str) -> None:
+    """A pool of one output pixel reads each input pixel once and lets it go once read (HT
+    frees it; LL leaves it to be spilled), so mu^v counts one input pixel, as for a
+    GlobalAveragePool. With local memory below what its 49 pixels would need, both modes
+    map and their programs pass the verifier's local-memory check; with less memory than
+    mu^v, the error names the pool. Fails with the window counted (the instance refused)."""
     from pimsolve.errors import InfeasibleError
 
     target = load_target("isaac")
     model = _conv_then_whole_pool()
     inspection = inspect_model(model, target=target)
-    ht = build_instance(inspection.graph, inspection.workload, target, "ht")
-    ll = build_instance(inspection.graph, inspection.workload, target, "ll")
+    mode = "ht" if objective == "throughput" else "ll"
+    reserve = build_instance(inspection.graph, inspection.workload, target,
+                             mode).vector_reserve_bytes
     eb = target.numerics.activation_bits / 8
-    assert ll.vector_reserve_bytes - ht.vector_reserve_bytes == 48 * 256 * eb
-    lm = target.core.local_memory.model_copy(
-        update={"size_kib": (ht.vector_reserve_bytes + ll.vector_reserve_bytes) / 2 / 1024})
-    small = target.model_copy(update={"core": target.core.model_copy(
-        update={"local_memory": lm})})
-    result = map_model(model, target=small, objective="throughput", settings=ONE_CORE)
+
+    def with_memory(nbytes: float):
+        lm = target.core.local_memory.model_copy(update={"size_kib": nbytes / 1024})
+        return target.model_copy(update={"core": target.core.model_copy(
+            update={"local_memory": lm})})
+
+    small = with_memory(reserve + 24 * 256 * eb)  # half the 48 pixels more the window holds
+    result = map_model(model, target=small, objective=objective, settings=ONE_CORE)
     assert result.report["checks"]["passed"]
-    with pytest.raises(InfeasibleError, match="vector layers.*AveragePool pool, holds 49 x 256"):
-        build_instance(inspection.graph, inspection.workload, small, "ll")
+    with pytest.raises(InfeasibleError, match="vector layers.*AveragePool pool, holds 1 x 256"):
+        build_instance(inspection.graph, inspection.workload, with_memory(reserve), mode)
 
 
 # ---- LL: the timed list scheduler ------------------------------------------------------------

@@ -375,7 +375,7 @@ def build_instance(graph: Graph, workload: Workload, target: CrossbarTarget, mod
                       "gport": vec_bytes / chip.global_memory.bandwidth_gb_per_s / cores}
     io_bytes = sum(t.size for t in (*graph.inputs, *graph.outputs)) * eb
     memory = int(core.local_memory.size_kib * 1024)
-    reserve, largest = _vector_reserve(graph, eb, mode)
+    reserve, largest = _vector_reserve(graph, eb)
     if reserve >= memory:
         raise InfeasibleError(f"the vector layers' buffers need {reserve} bytes of local memory "
                               f"per core ({largest}), a core of {target.name} has {memory}")
@@ -432,22 +432,22 @@ def _spread_pixels(geometry, cores: int) -> int:
     return len(np.unique(core[ok] * (geometry.batch * hi * wi) + pixel[ok]))
 
 
-def _vector_reserve(graph: Graph, eb: float, mode: str) -> tuple[int, str]:
+def _vector_reserve(graph: Graph, eb: float) -> tuple[int, str]:
     """mu^v: local memory each core keeps for vector-layer tasks, an estimate of what codegen
     allocates (its HT vector tasks are spread over all cores, store at once, stream a pool's
     pixels; LL runs them next to their producers): the largest task's inputs and output, plus
     one slot of every pixel size the vector layers use (the emitter keeps a spare per size).
-    In HT a pool of one output pixel (its kernel covers its input: a global pool) holds one
-    input pixel at a time, since each is read once and freed once read; in LL a task waits
-    for all its inputs, so there the pool holds its window. Also what the largest task is,
-    for the error that names it."""
+    A pool of one output pixel (its kernel covers its input: a global pool, as a
+    GlobalAveragePool, which has no kernel) counts one input pixel: it reads each once and
+    lets it go once read (HT frees it; LL leaves it to be spilled). Also what the largest
+    task is, for the error that names it."""
     largest, sizes, which = 0, set(), ""
     for layer in graph.layers:
         if layer.is_crossbar or layer.kind is LayerKind.DATA and layer.op in VIEW_OPS:
             continue
         window = (math.prod(layer.attributes.get("kernel_shape", [1]))
                   if layer.op in ("MaxPool", "AveragePool") else 1)
-        if mode == "ht" and math.prod(layer.outputs[0].shape[2:]) == 1:
+        if math.prod(layer.outputs[0].shape[2:]) == 1:
             window = 1
         held = [pixel_elements(t.shape) for t in layer.inputs]
         out = pixel_elements(layer.outputs[0].shape)
