@@ -142,11 +142,11 @@ def score(mapping: MappingRecord, program: Program, target: CrossbarTarget,
     tell = stage or (lambda text: None)
     measured = measured_bounds = None
     # the verifier runs beside the simulator, where a second core can take it; else first
-    wanted = not check_only and program.instructions >= VERIFY_BESIDE_FROM
-    forked = wanted and can_fork()
+    forked = (not check_only and program.instructions >= VERIFY_BESIDE_FROM
+              and can_fork())
     tell(f"verifying {program.instructions:,} instructions")
     timing["verify_s"] = 0.0  # set below; here for the steps' order
-    with beside(_timed, verify, program, target, wanted=wanted) as verified:
+    with beside(_timed, verify, program, target, wanted=forked) as verified:
         if not forked:
             checks, timing["verify_s"] = verified()
         if not check_only:

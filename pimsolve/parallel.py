@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-__all__ = ["beside", "cores_to_run_on"]
+__all__ = ["beside", "can_fork", "cores_to_run_on"]
 
 T = TypeVar("T")
 
